@@ -1,0 +1,255 @@
+"""Settings: resolved once at the edge (flags > env > config file > defaults) into frozen objects.
+
+The YAML schema is derived from the dataclasses below, so every field is a valid key and
+every unknown key or badly typed value is reported with its path (``retrieval.mmr_lambda``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ep_mcp.errors import ConfigError
+from ep_mcp.index.embed.base import EmbeddingSpec
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """Every constant of the retrieval pipeline (SPEC §4). Defaults are the measured winners."""
+
+    fusion: str = "rrf"  # rrf | weighted
+    rrf_k: int = 60
+    vector_weight: float = 0.7  # GENERAL intent weights (weighted fusion)
+    text_weight: float = 0.3
+    intent_routing: bool = True
+    candidate_multiplier: int = 8
+    min_candidates: int = 50
+    lexical_time_limit_ms: int = 250
+    title_weight: float = 3.0  # FTS5 column weights
+    heading_weight: float = 2.0
+    text_column_weight: float = 1.0
+    adaptive_threshold: bool = True
+    activation_floor: float = 0.0
+    score_ratio: float = 0.0
+    type_match_boost: float = 0.05
+    tag_match_boost: float = 0.03
+    always_tier_boost: float = 0.03
+    length_penalty_chars: int = 80
+    length_penalty: float = 0.15
+    freshness_penalty: float = 0.0
+    mmr: bool = True
+    mmr_lambda: float = 0.95
+    max_chunks_per_file: int = 2
+    graph_expansion: bool = False
+    graph_depth: int = 1
+    graph_decay: float = 0.85
+    graph_reserved_slots: int = 2
+    graph_min_score: float = 0.2
+    requires_expansion: bool = True
+    requires_max_depth: int = 2
+    requires_max_atoms: int = 3
+    requires_token_budget: int = 3500
+    rerank_pool: int = 30
+
+
+@dataclass(frozen=True)
+class RerankerSettings:
+    enabled: bool = False
+    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    pool: int = 30
+    max_chars: int = 512
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    max_tokens: int = 1000  # token ceiling of one atom before it is split at ##/### headings
+    context_prefix_template: str = ""  # e.g. "From {title}, section {section}." ("" = sidecar only)
+    max_file_bytes: int = 2_000_000  # larger files are skipped with a warning
+
+
+@dataclass(frozen=True)
+class PackSettings:
+    path: Path
+    slug: str | None = None  # detected from the manifest / folder name when None
+    kind: str | None = None  # expertpack | skills | markdown; detected when None
+    api_keys: tuple[str, ...] = ()
+    index_dir: Path | None = None
+    read_only: bool = False  # open a prebuilt index read-only, never build
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "INFO"
+    mcp_allowed_hosts: tuple[str, ...] = ()
+    mcp_allowed_origins: tuple[str, ...] = ()
+    query_log_path: Path | None = None
+    max_body_bytes: int = 1_000_000
+    watch: bool = True
+
+
+@dataclass(frozen=True)
+class TapSettings:
+    url: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class SkillsSettings:
+    llm_rerank: bool = False
+    llm_timeout_s: float = 20.0
+    llm_top: int = 20
+    taps: tuple[TapSettings, ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    server: ServerSettings = field(default_factory=ServerSettings)
+    packs: tuple[PackSettings, ...] = ()
+    embedding: EmbeddingSpec = field(default_factory=EmbeddingSpec)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    reranker: RerankerSettings = field(default_factory=RerankerSettings)
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    skills: SkillsSettings = field(default_factory=SkillsSettings)
+    home: Path | None = None  # $EP_MCP_HOME: taps, caches, per-user indexes
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp)).replace("typing.", "")
+
+
+def _coerce(value: Any, tp: Any, path: str, base: Path | None) -> Any:
+    """Check and convert one YAML value to the annotated type, or raise with the key path."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, path, base)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if errors else f"{path}: invalid value {value!r}")
+    if origin is tuple:
+        (item_tp, _) = typing.get_args(tp)
+        if isinstance(value, str | int | float) and item_tp is str:
+            value = [value]
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}: expected a list, got {type(value).__name__}")
+        return tuple(_coerce(v, item_tp, f"{path}[{i}]", base) for i, v in enumerate(value))
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if tp is PackSettings and isinstance(value, str):
+            value = {"path": value}
+        if tp is TapSettings and isinstance(value, str):
+            value = {"url": value}
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path}: expected a mapping, got {type(value).__name__}")
+        return build_dataclass(tp, value, path, base)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{path}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise ConfigError(f"{path}: expected a string, got {value!r}")
+        return str(value)
+    if tp is Path:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: expected a path, got {value!r}")
+        p = Path(value).expanduser()
+        return p if p.is_absolute() or base is None else (base / p)
+    raise ConfigError(f"{path}: unsupported type {_type_name(tp)}")  # pragma: no cover
+
+
+def build_dataclass(cls: type[Any], data: Mapping[str, Any], path: str, base: Path | None) -> Any:
+    """Build a settings dataclass from a mapping, reporting unknown keys with their path."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        key_path = f"{path}.{key}" if path else str(key)
+        if key not in names:
+            known = ", ".join(sorted(n for n in names if not n.startswith("_")))
+            raise ConfigError(f"{key_path}: unknown key — known keys here: {known}")
+        kwargs[key] = _coerce(value, hints[key], key_path, base)
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        missing = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.name not in kwargs
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ]
+        raise ConfigError(f"{path or 'config'}: missing required key(s) {', '.join(missing)}") from exc
+
+
+_VALID_CHOICES: dict[str, tuple[str, ...]] = {
+    "retrieval.fusion": ("rrf", "weighted"),
+    "server.log_level": ("DEBUG", "INFO", "WARNING", "ERROR"),
+}
+
+
+def validate(settings: Settings) -> None:
+    """Range and choice checks that types alone cannot express."""
+    r = settings.retrieval
+    if r.fusion not in _VALID_CHOICES["retrieval.fusion"]:
+        raise ConfigError(f"retrieval.fusion: must be one of rrf, weighted — got {r.fusion!r}")
+    for name in ("mmr_lambda", "graph_decay", "score_ratio", "vector_weight", "text_weight"):
+        v = getattr(r, name)
+        if not 0.0 <= v <= 1.0:
+            raise ConfigError(f"retrieval.{name}: must be between 0 and 1 — got {v}")
+    if settings.server.log_level.upper() not in _VALID_CHOICES["server.log_level"]:
+        raise ConfigError(f"server.log_level: must be one of DEBUG, INFO, WARNING, ERROR")
+    if not 0 < settings.server.port < 65536:
+        raise ConfigError(f"server.port: must be 1..65535 — got {settings.server.port}")
+    if settings.chunking.max_tokens < 32:
+        raise ConfigError("chunking.max_tokens: must be at least 32")
+    slugs = [p.slug for p in settings.packs if p.slug]
+    dupes = {s for s in slugs if slugs.count(s) > 1}
+    if dupes:
+        raise ConfigError(f"packs: duplicate slug(s) {', '.join(sorted(dupes))} — give each pack a unique slug")
+    kinds = (None, "expertpack", "skills", "markdown")
+    for i, p in enumerate(settings.packs):
+        if p.kind not in kinds:
+            raise ConfigError(f"packs[{i}].kind: must be expertpack, skills or markdown — got {p.kind!r}")
+
+
+def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = None) -> Settings:
+    """Read and validate a config file (or mapping). Nothing starts before this succeeds."""
+    base: Path | None = None
+    if path is not None:
+        from ep_mcp.packs.yamlsafe import load_yaml_file
+
+        try:
+            loaded = load_yaml_file(path)
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {path}: {exc.strerror} — check the path") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, Mapping):
+            raise ConfigError(f"{path}: the config must be a YAML mapping at the top level")
+        data = loaded
+        base = path.resolve().parent
+    settings: Settings = build_dataclass(Settings, data or {}, "", base)
+    validate(settings)
+    return settings

@@ -1,0 +1,66 @@
+"""The embedder seam: a Protocol with two methods and a registry of factories."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Matrix = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class EmbeddingSpec:
+    """What the settings say about the embedder (resolved once at the edge)."""
+
+    provider: str = "local"  # local | none | openai | azure-openai | gemini | voyage | <registered>
+    model: str | None = None  # provider default when None
+    dimension: int | None = None  # provider default when None (MRL truncation where supported)
+    batch_size: int = 8
+    max_tokens: int = 256  # truncation for the local model
+    timeout_s: float = 30.0
+    retries: int = 3
+    endpoint: str | None = None  # base URL override (HTTP providers; tests point it at 127.0.0.1)
+    api_key_env: str | None = None  # name of the env var holding the key (provider default when None)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 rows."""
+
+    @property
+    def name(self) -> str:
+        """Stable identity for caches and index metadata, e.g. ``local/all-MiniLM-L6-v2-int8``."""
+        ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """Embed passages; shape (len(texts), dimension), rows unit length."""
+        ...
+
+    def embed_query(self, text: str) -> Matrix:
+        """Embed one query; shape (dimension,), unit length."""
+        ...
+
+
+EmbedderFactory = Callable[[EmbeddingSpec, "dict[str, str]"], Embedder | None]
+"""Builds an embedder from its spec and the environment; returns None for provider `none`."""
+
+_REGISTRY: dict[str, EmbedderFactory] = {}
+
+
+def register(provider: str, factory: EmbedderFactory) -> None:
+    _REGISTRY[provider] = factory
+
+
+def providers() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def factory_for(provider: str) -> EmbedderFactory | None:
+    return _REGISTRY.get(provider)
