@@ -66,7 +66,8 @@ class RerankerSettings:
 
 
 @dataclass(frozen=True)
-class ChunkingSettings:
+class IndexSettings:
+    vector_engine: str = "auto"  # auto (sqlite-vec when it loads) | sqlite-vec | numpy
     max_tokens: int = 1000  # token ceiling of one atom before it is split at ##/### headings
     context_prefix_template: str = ""  # e.g. "From {title}, section {section}." ("" = sidecar only)
     max_file_bytes: int = 2_000_000  # larger files are skipped with a warning
@@ -115,7 +116,7 @@ class Settings:
     embedding: EmbeddingSpec = field(default_factory=EmbeddingSpec)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     reranker: RerankerSettings = field(default_factory=RerankerSettings)
-    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
     skills: SkillsSettings = field(default_factory=SkillsSettings)
     home: Path | None = None  # $EP_MCP_HOME: taps, caches, per-user indexes
 
@@ -222,8 +223,12 @@ def validate(settings: Settings) -> None:
         raise ConfigError(f"server.log_level: must be one of DEBUG, INFO, WARNING, ERROR")
     if not 0 < settings.server.port < 65536:
         raise ConfigError(f"server.port: must be 1..65535 — got {settings.server.port}")
-    if settings.chunking.max_tokens < 32:
-        raise ConfigError("chunking.max_tokens: must be at least 32")
+    if settings.index.max_tokens < 32:
+        raise ConfigError("index.max_tokens: must be at least 32")
+    if settings.index.vector_engine not in ("auto", "sqlite-vec", "numpy"):
+        raise ConfigError(
+            f"index.vector_engine: must be auto, sqlite-vec or numpy — got {settings.index.vector_engine!r}"
+        )
     slugs = [p.slug for p in settings.packs if p.slug]
     dupes = {s for s in slugs if slugs.count(s) > 1}
     if dupes:
@@ -232,6 +237,14 @@ def validate(settings: Settings) -> None:
     for i, p in enumerate(settings.packs):
         if p.kind not in kinds:
             raise ConfigError(f"packs[{i}].kind: must be expertpack, skills or markdown — got {p.kind!r}")
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    """ep-mcp's per-user folder: $EP_MCP_HOME, else $XDG_DATA_HOME/ep-mcp, else ~/.local/share."""
+    if env.get("EP_MCP_HOME"):
+        return Path(env["EP_MCP_HOME"]).expanduser()
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "ep-mcp"
 
 
 def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = None) -> Settings:

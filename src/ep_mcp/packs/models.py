@@ -52,7 +52,9 @@ class Document:
     refresh: str | None  # ISO-8601 duration from frontmatter `refresh` or `volatile.refresh`
     expires_at: str | None  # volatile.expires_at
     sidecar: Sidecar | None  # a sidecar whose content_hash matches this file (stale ones are None)
-    skill: str | None = None  # for skill repositories: the skill item (its directory) this file belongs to
+    skill: str | None = (
+        None  # for skill repositories: the skill item (its directory) this file belongs to
+    )
     mtime_ns: int = 0
     size: int = 0
 

@@ -24,7 +24,7 @@ class EmbeddingSpec:
     timeout_s: float = 30.0
     retries: int = 3
     endpoint: str | None = None  # base URL override (HTTP providers; tests point it at 127.0.0.1)
-    api_key_env: str | None = None  # name of the env var holding the key (provider default when None)
+    api_key_env: str | None = None  # env var holding the key (provider default when None)
 
 
 @runtime_checkable

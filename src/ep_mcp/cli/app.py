@@ -1,0 +1,106 @@
+"""The click group, shared options, error handling and settings resolution."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ep_mcp import __version__
+from ep_mcp.config import PackSettings, Settings, default_home, load_settings
+from ep_mcp.errors import EpMcpError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def setup_logging(level: str = "WARNING") -> None:
+    """Logs go to stderr: stdout belongs to results (and to MCP in stdio mode)."""
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.WARNING),
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+def resolve_settings(
+    config: Path | None,
+    packs: Sequence[str] = (),
+    *,
+    provider: str | None = None,
+    index_dir: Path | None = None,
+) -> Settings:
+    """flags > env > config file > defaults, once, into one frozen object."""
+    settings = load_settings(config) if config else Settings()
+    if packs:
+        settings = dataclasses.replace(
+            settings,
+            packs=tuple(PackSettings(path=Path(p).resolve(), index_dir=index_dir) for p in packs),
+        )
+    elif index_dir is not None:
+        settings = dataclasses.replace(
+            settings,
+            packs=tuple(dataclasses.replace(p, index_dir=index_dir) for p in settings.packs),
+        )
+    env_provider = os.environ.get("EP_MCP_EMBEDDING_PROVIDER")
+    chosen = provider or env_provider
+    if chosen:
+        settings = dataclasses.replace(
+            settings, embedding=dataclasses.replace(settings.embedding, provider=chosen)
+        )
+    home = settings.home or default_home(os.environ)
+    return dataclasses.replace(settings, home=home)
+
+
+def fail_cleanly(fn: F) -> F:
+    """Turn our errors into one line on stderr and exit 1 — never a traceback for bad input."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EpMcpError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+config_option = click.option(
+    "--config", "config", type=click.Path(path_type=Path, dir_okay=False),
+    help="config.yaml (packs, embedding, retrieval, server).",
+)
+provider_option = click.option(
+    "--provider", help="Embedding provider: local (default), none, openai, azure-openai, gemini, voyage.",
+)
+index_dir_option = click.option(
+    "--index-dir", type=click.Path(path_type=Path, file_okay=False),
+    help="Write/read the index in this folder instead of the default location.",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ep-mcp")
+@click.option("-v", "--verbose", count=True, help="More logging on stderr (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """ep-mcp: serve folders of markdown as a hybrid-search knowledge service (MCP + HTTP)."""
+    setup_logging(["WARNING", "INFO", "DEBUG"][min(verbose, 2)])
+
+
+def _register() -> None:
+    from ep_mcp.cli import pack_cmds  # noqa: F401  (commands attach themselves to `main`)
+
+
+_register()

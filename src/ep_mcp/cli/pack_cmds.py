@@ -1,0 +1,152 @@
+"""Commands over one pack: index, search, read, validate; and doctor."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import textwrap
+from pathlib import Path
+
+import click
+
+from ep_mcp.cli.app import (
+    config_option,
+    emit_json,
+    fail_cleanly,
+    index_dir_option,
+    json_option,
+    main,
+    provider_option,
+    resolve_settings,
+)
+from ep_mcp.retrieval.types import SearchRequest, SearchResult
+from ep_mcp.runtime import open_library
+
+pack_argument = click.argument("pack", type=click.Path(path_type=Path, file_okay=False))
+
+
+def _open_one(pack: Path, provider: str | None, index_dir: Path | None, build: bool = True):  # type: ignore[no-untyped-def]
+    settings = resolve_settings(None, [str(pack)], provider=provider, index_dir=index_dir)
+    assert settings.home is not None
+    lib = open_library(settings, os.environ, settings.home, build=build)
+    return lib, lib.get()
+
+
+@main.command("index")
+@pack_argument
+@provider_option
+@index_dir_option
+@json_option
+@fail_cleanly
+def index_cmd(pack: Path, provider: str | None, index_dir: Path | None, as_json: bool) -> None:
+    """Build or update the index of PACK (only changed files are re-read and re-embedded)."""
+    lib, rt = _open_one(pack, provider, index_dir, build=False)
+    try:
+        report = rt.index()
+        if as_json:
+            emit_json({"pack": rt.slug, "index": str(rt.store.path), **dataclasses.asdict(report)})
+            return
+        click.echo(
+            f"{rt.slug}: {report.files} files, {report.chunks} chunks "
+            f"({report.changed} changed, {report.removed} removed, {report.embedded} embedded, "
+            f"{report.reused} from cache) in {report.seconds:.2f}s → {rt.store.path}"
+        )
+        for warning in rt.pack.warnings:
+            click.echo(f"warning: {warning}", err=True)
+    finally:
+        lib.close()
+
+
+def render_result(result: SearchResult) -> str:
+    if not result.hits:
+        return f"no results for {result.query!r} ({result.mode})"
+    lines = [f"{len(result.hits)} results · mode {result.mode} · {result.took_ms:.1f} ms"]
+    for i, hit in enumerate(result.hits, start=1):
+        where = " › ".join(hit.heading_path) or hit.title
+        flags = " [requires]" if hit.requires_expanded else " [graph]" if hit.graph_expanded else ""
+        lines.append(
+            f"{i:>2}. {hit.source_file}:{hit.line_range[0]}-{hit.line_range[1]}  "
+            f"{where}  (score {hit.score:.4f}){flags}"
+        )
+        snippet = " ".join(hit.text.split())[:220]
+        lines.append(textwrap.indent(textwrap.fill(snippet, 96), "    "))
+    return "\n".join(lines)
+
+
+@main.command("search")
+@pack_argument
+@click.argument("query")
+@click.option("-n", "--max-results", "n", type=click.IntRange(1, 50), default=10, show_default=True)
+@click.option("--type", "type_", help="Only hits of this frontmatter type.")
+@click.option("--tags", help="Only hits with any of these tags (comma-separated).")
+@click.option("--reconstruct", is_flag=True, help="Add exact line/byte provenance to each hit.")
+@provider_option
+@index_dir_option
+@json_option
+@fail_cleanly
+def search_cmd(pack: Path, query: str, n: int, type_: str | None, tags: str | None,
+               reconstruct: bool, provider: str | None, index_dir: Path | None,
+               as_json: bool) -> None:
+    """Search PACK for QUERY (the index is brought up to date first)."""
+    lib, rt = _open_one(pack, provider, index_dir)
+    try:
+        tag_list = tuple(t.strip() for t in (tags or "").split(",") if t.strip())
+        result = rt.search(SearchRequest(query=query, k=n, type=type_, tags=tag_list,
+                                         reconstruct=reconstruct))
+        if as_json:
+            emit_json(result.to_dict())
+        else:
+            click.echo(render_result(result))
+    finally:
+        lib.close()
+
+
+@main.command("read")
+@pack_argument
+@click.argument("path")
+@fail_cleanly
+def read_cmd(pack: Path, path: str) -> None:
+    """Print the file PATH of PACK exactly as it is (frontmatter included)."""
+    lib, rt = _open_one(pack, None, None, build=False)
+    try:
+        click.echo(rt.read_raw(path), nl=False)
+    finally:
+        lib.close()
+
+
+@main.command("validate")
+@pack_argument
+@json_option
+@fail_cleanly
+def validate_cmd(pack: Path, as_json: bool) -> None:
+    """Report every problem found in PACK, with file and line. Exits 1 when there are any."""
+    from ep_mcp.packs.loader import load_pack
+    from ep_mcp.packs.validate import validate_pack
+
+    loaded = load_pack(pack.resolve())
+    problems = validate_pack(loaded)
+    if as_json:
+        emit_json({"pack": loaded.slug, "kind": loaded.kind, "files": len(loaded.documents),
+                   "problems": [dataclasses.asdict(p) for p in problems]})
+    else:
+        for p in problems:
+            click.echo(str(p))
+        click.echo(f"{loaded.slug} ({loaded.kind}): {len(loaded.documents)} files, "
+                   f"{len(problems)} problem(s)")
+    if problems:
+        raise SystemExit(1)
+
+
+@main.command("doctor")
+@json_option
+def doctor_cmd(as_json: bool) -> None:
+    """Check the installation: versions, SQLite, sqlite-vec, the local model."""
+    from ep_mcp.doctor import run_checks
+
+    checks = run_checks()
+    if as_json:
+        emit_json([dataclasses.asdict(c) for c in checks])
+        return
+    for c in checks:
+        mark = "ok " if c.ok else "!! "
+        click.echo(f"{mark}{c.name:<16} {c.detail}")

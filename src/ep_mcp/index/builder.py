@@ -1,0 +1,167 @@
+"""Build or update one pack's index: chunk what changed, embed what is new, write it atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ep_mcp.index.chunker import Chunk, chunk_document
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.progress import Progress
+from ep_mcp.index.store import FORMAT_VERSION, ChunkRecord, FileRecord, FileWrite, Store
+from ep_mcp.packs.models import Document, Pack
+
+logger = logging.getLogger(__name__)
+
+CACHE_FLUSH = 64  # embeddings written to the cache this often, so an interrupted build resumes
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    files: int
+    changed: int
+    removed: int
+    chunks: int
+    embedded: int  # chunks whose vectors were computed in this run
+    reused: int  # chunks whose vectors came from the embedding cache
+    rebuilt: bool  # a feature change forced a full rebuild
+    seconds: float
+    vector_engine: str
+
+
+def features_for(embedder: Embedder | None, max_tokens: int, prefix_template: str) -> dict[str, Any]:
+    return {
+        "format": FORMAT_VERSION,
+        "embedder": embedder.name if embedder else None,
+        "dimension": embedder.dimension if embedder else None,
+        "max_tokens": max_tokens,
+        "prefix_template": prefix_template,
+    }
+
+
+def cache_key(embedder: Embedder, text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return f"{embedder.name}|{embedder.dimension}|{digest}"
+
+
+def file_record(doc: Document) -> FileRecord:
+    info: dict[str, Any] = {
+        "verified_at": doc.verified_at,
+        "refresh": doc.refresh,
+        "expires_at": doc.expires_at,
+        "requires": list(doc.requires),
+        "always": doc.always,
+        "skill": doc.skill,
+    }
+    return FileRecord(
+        path=doc.path,
+        file_hash=doc.file_hash,
+        sidecar_hash=doc.sidecar.file_hash if doc.sidecar else None,
+        content_hash=doc.content_hash,
+        title=doc.title,
+        type=doc.type,
+        tags=doc.tags,
+        doc_id=doc.id,
+        info=info,
+    )
+
+
+def _records(chunks: Sequence[Chunk], count: Callable[[str], int]) -> tuple[ChunkRecord, ...]:
+    return tuple(
+        ChunkRecord(c.path, c.chunk_index, c.heading_path, c.line_range, c.byte_range, c.text,
+                    c.context_prefix, c.span_hash, c.section, count(c.text))
+        for c in chunks
+    )
+
+
+def _embed_missing(
+    store: Store, embedder: Embedder, texts: Sequence[str], show_progress: bool | None
+) -> tuple[dict[str, npt.NDArray[np.float32]], int]:
+    """Vectors for every text, from the cache where possible; returns (key → vector, computed)."""
+    keys = [cache_key(embedder, t) for t in texts]
+    found = store.cached_vectors(sorted(set(keys)))
+    todo: dict[str, str] = {}
+    for key, text in zip(keys, texts, strict=True):
+        if key not in found:
+            todo.setdefault(key, text)
+    if not todo:
+        return found, 0
+    items = list(todo.items())
+    progress = Progress("embedding chunks", len(items), enabled=show_progress)
+    for start in range(0, len(items), CACHE_FLUSH):
+        batch = items[start : start + CACHE_FLUSH]
+        vectors = embedder.embed_documents([t for _, t in batch])
+        fresh = {k: vectors[i] for i, (k, _) in enumerate(batch)}
+        store.cache_vectors(fresh)
+        found.update(fresh)
+        progress.advance(len(batch))
+    progress.close()
+    return found, len(items)
+
+
+def build_index(
+    pack: Pack,
+    store: Store,
+    embedder: Embedder | None,
+    count_tokens: Callable[[str], int],
+    *,
+    max_tokens: int = 1000,
+    prefix_template: str = "",
+    show_progress: bool | None = None,
+) -> BuildReport:
+    """Bring the index up to date with the pack (SPEC §2). Safe to interrupt at any point."""
+    started = time.perf_counter()
+    features = features_for(embedder, max_tokens, prefix_template)
+    rebuild = store.features() != features
+    states: Mapping[str, tuple[str, str | None]] = {} if rebuild else store.file_states()
+    docs = [d for d in pack.documents if not d.navigation]
+    live = {d.path for d in docs}
+    removed = sorted(set(states) - live) if not rebuild else []
+    changed = [
+        d for d in docs
+        if states.get(d.path) != (d.file_hash, d.sidecar.file_hash if d.sidecar else None)
+    ]
+    chunked = {d.path: chunk_document(d, count_tokens, max_tokens, prefix_template) for d in changed}
+    all_chunks = [c for d in changed for c in chunked[d.path]]
+    vectors: dict[str, npt.NDArray[np.float32]] = {}
+    computed = 0
+    if embedder is not None and all_chunks:
+        vectors, computed = _embed_missing(
+            store, embedder, [c.indexed_text for c in all_chunks], show_progress
+        )
+    if rebuild or removed or changed:
+        with store.transaction():
+            if rebuild:
+                store.clear()
+            store.remove_files(removed)
+            for doc in changed:
+                chunks = chunked[doc.path]
+                rows = None
+                if embedder is not None and chunks:
+                    rows = np.stack([vectors[cache_key(embedder, c.indexed_text)] for c in chunks])
+                store.write_file(FileWrite(file_record(doc), _records(chunks, count_tokens), rows))
+            store.finish_build(features)
+    report = BuildReport(
+        files=len(docs),
+        changed=len(changed),
+        removed=len(removed),
+        chunks=store.counts()["chunks"],
+        embedded=computed,
+        reused=len(all_chunks) - computed if embedder else 0,
+        rebuilt=rebuild,
+        seconds=time.perf_counter() - started,
+        vector_engine=store.vector_engine if embedder else "none",
+    )
+    logger.info(
+        "indexed %s: %d files, %d changed, %d removed, %d chunks, %d embedded (%.2fs)",
+        pack.slug, report.files, report.changed, report.removed, report.chunks,
+        report.embedded, report.seconds,
+    )
+    return report

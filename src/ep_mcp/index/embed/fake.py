@@ -1,0 +1,78 @@
+"""A deterministic, dependency-free embedder: hashed bag of words.
+
+Used by tests everywhere and available as provider ``hashing`` (tiny, fast, offline). Texts that
+share words get similar vectors; nothing more is promised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from ep_mcp.errors import EmbeddingError
+from ep_mcp.index.embed.base import EmbeddingSpec, Matrix
+
+_WORD = re.compile(r"\w+")
+_SUFFIXES = ("ing", "ies", "es", "ed", "ly", "s")
+_EMPTY = "\x00empty"  # the feature of a text with no words, so every row is still unit length
+
+
+def stem(word: str) -> str:
+    """Crude suffix stripping: ``indexes``/``indexed``/``indexing`` → ``index``."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def words(text: str) -> list[str]:
+    return [stem(word) for word in _WORD.findall(text.lower())]
+
+
+class HashingEmbedder:
+    """Signed feature hashing of stemmed lowercase words, sublinear counts, L2-normalised."""
+
+    def __init__(self, dimension: int = 64) -> None:
+        if dimension < 2:
+            raise EmbeddingError(f"hashing dimension is {dimension} — use 2 or more")
+        self._dimension = dimension
+
+    @property
+    def name(self) -> str:
+        return f"fake/hashing-{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _vector(self, text: str) -> Matrix:
+        vector = np.zeros(self._dimension, dtype=np.float64)
+        counts = Counter(words(text)) or Counter([_EMPTY])
+        for word, count in counts.items():
+            digest = hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+            value = int.from_bytes(digest, "little")
+            sign = 1.0 if value & 1 else -1.0
+            vector[(value >> 1) % self._dimension] += sign * (1.0 + math.log(count))
+        norm = float(np.linalg.norm(vector))
+        if norm == 0.0:  # every feature cancelled out: fall back to a fixed axis
+            vector[0], norm = 1.0, 1.0
+        return (vector / norm).astype(np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        out = np.empty((len(texts), self._dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row] = self._vector(text)
+        return out
+
+    def embed_query(self, text: str) -> Matrix:
+        return self._vector(text)
+
+
+def hashing_factory(spec: EmbeddingSpec, env: dict[str, str]) -> HashingEmbedder:
+    del env
+    return HashingEmbedder(spec.dimension or 64)

@@ -1,0 +1,492 @@
+"""All SQL lives here: schema, migrations, writes, lexical and vector look-ups, reads.
+
+One SQLite file per pack, opened through apsw (it can load extensions; the stdlib sqlite3 of
+many Python builds cannot). FTS5 holds the lexical index; vectors are float32 BLOBs, searched
+by sqlite-vec's ``vec0`` when it loads, else by an exact numpy scan over an in-memory matrix.
+A build writes every change of one run in a single transaction, so a crash leaves the previous
+index serving.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from ep_mcp.errors import IndexBuildError
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+
+_MIGRATIONS: tuple[str, ...] = (
+    # 1: the first schema
+    """
+    CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE files(
+        path TEXT PRIMARY KEY,
+        file_hash TEXT NOT NULL,
+        sidecar_hash TEXT,
+        content_hash TEXT NOT NULL,
+        title TEXT NOT NULL,
+        type TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        doc_id TEXT,
+        info TEXT NOT NULL
+    );
+    CREATE TABLE chunks(
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL REFERENCES files(path) ON DELETE CASCADE,
+        chunk_index INTEGER NOT NULL,
+        heading_path TEXT NOT NULL,
+        line_start INTEGER NOT NULL,
+        line_end INTEGER NOT NULL,
+        byte_start INTEGER NOT NULL,
+        byte_end INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        context_prefix TEXT NOT NULL,
+        span_hash TEXT NOT NULL,
+        section TEXT,
+        tokens INTEGER NOT NULL,
+        UNIQUE(path, chunk_index)
+    );
+    CREATE INDEX chunks_path ON chunks(path);
+    CREATE VIRTUAL TABLE chunks_fts USING fts5(
+        text, title, headings, tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE vectors(chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+                         vec BLOB NOT NULL);
+    CREATE TABLE embed_cache(key TEXT PRIMARY KEY, vec BLOB NOT NULL);
+    """,
+)
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What the index keeps of one file, besides its chunks."""
+
+    path: str
+    file_hash: str
+    sidecar_hash: str | None
+    content_hash: str
+    title: str
+    type: str
+    tags: tuple[str, ...]
+    doc_id: str | None
+    info: Mapping[str, Any]  # freshness, requires, tiers, skill: small JSON
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    path: str
+    chunk_index: int
+    heading_path: tuple[str, ...]
+    line_range: tuple[int, int]
+    byte_range: tuple[int, int]
+    text: str
+    context_prefix: str
+    span_hash: str
+    section: str | None
+    tokens: int
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as read back, joined with its file's record."""
+
+    id: int
+    chunk: ChunkRecord
+    file: FileRecord
+
+
+@dataclass(frozen=True)
+class FileWrite:
+    record: FileRecord
+    chunks: tuple[ChunkRecord, ...]
+    vectors: npt.NDArray[np.float32] | None  # one row per chunk, or None (lexical-only index)
+
+
+def sqlite_vec_status() -> tuple[bool, str]:
+    """Whether sqlite-vec loads into apsw here, and its version or the reason it does not."""
+    try:
+        import sqlite_vec
+
+        conn = apsw.Connection(":memory:")
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        version = conn.execute("select vec_version()").fetchall()[0][0]
+        conn.close()
+        return True, str(version)
+    except Exception as exc:  # any failure means "not available", with the reason
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+def _blob(vec: npt.NDArray[np.float32]) -> bytes:
+    return np.ascontiguousarray(vec, dtype="<f4").tobytes()
+
+
+class Store:
+    """One pack's index. Thread-safe for readers; one writer at a time."""
+
+    def __init__(self, path: Path, *, read_only: bool = False, vector_engine: str = "auto"):
+        self.path = path
+        self.read_only = read_only
+        try:
+            if read_only:
+                flags = apsw.SQLITE_OPEN_READONLY
+                if not path.exists():
+                    raise IndexBuildError(
+                        f"no index at {path} — build it first with `ep-mcp index PACK`"
+                    )
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+            self._conn = apsw.Connection(str(path), flags=flags)
+        except (apsw.Error, OSError) as exc:
+            raise IndexBuildError(f"cannot open index {path}: {exc} — check the folder") from exc
+        self._conn.setbusytimeout(5000)
+        self._lock = threading.RLock()
+        self._matrix: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+        if not read_only:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._migrate()
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self.vector_engine = self._choose_engine(vector_engine)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchall()[0][0]
+        if version > len(_MIGRATIONS):
+            raise IndexBuildError(
+                f"index {self.path} was written by a newer ep-mcp — delete it to rebuild"
+            )
+        for number, script in enumerate(_MIGRATIONS[version:], start=version + 1):
+            with self._conn:
+                self._conn.execute(script)
+                self._conn.execute(f"PRAGMA user_version={number}")
+
+    def _choose_engine(self, wanted: str) -> str:
+        if wanted == "numpy":
+            return "numpy"
+        ok, detail = sqlite_vec_status()
+        if ok:
+            import sqlite_vec
+
+            self._conn.enable_load_extension(True)
+            self._conn.load_extension(sqlite_vec.loadable_path())
+            return "sqlite-vec"
+        if wanted == "sqlite-vec":
+            logger.warning("sqlite-vec did not load (%s) — using the exact numpy scan", detail)
+        return "numpy"
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock, self._conn:
+            yield
+
+    # -- metadata ----------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchall()
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
+
+    def features(self) -> dict[str, Any]:
+        raw = self.get_meta("index_features")
+        return dict(json.loads(raw)) if raw else {}
+
+    def file_states(self) -> dict[str, tuple[str, str | None]]:
+        """path → (file_hash, sidecar_hash) of every indexed file."""
+        rows = self._conn.execute("SELECT path, file_hash, sidecar_hash FROM files")
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def counts(self) -> dict[str, int]:
+        def one(sql: str) -> int:
+            return int(self._conn.execute(sql).fetchall()[0][0])
+
+        return {
+            "files": one("SELECT count(*) FROM files"),
+            "chunks": one("SELECT count(*) FROM chunks"),
+            "vectors": one("SELECT count(*) FROM vectors"),
+        }
+
+    # -- embedding cache ---------------------------------------------------------------------
+
+    def cached_vectors(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        for start in range(0, len(keys), 500):
+            batch = keys[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            sql = f"SELECT key, vec FROM embed_cache WHERE key IN ({marks})"
+            for key, blob in self._conn.execute(sql, tuple(batch)):
+                found[key] = np.frombuffer(blob, dtype="<f4")
+        return found
+
+    def cache_vectors(self, items: Mapping[str, npt.NDArray[np.float32]]) -> None:
+        with self.transaction():
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO embed_cache(key, vec) VALUES(?, ?)",
+                [(k, _blob(v)) for k, v in items.items()],
+            )
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Drop every file and chunk (the embedding cache stays)."""
+        self._conn.execute("DELETE FROM vectors; DELETE FROM chunks; DELETE FROM files;")
+        self._conn.execute("DELETE FROM chunks_fts")
+        self._drop_vec0()
+
+    def remove_files(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            ids = [r[0] for r in self._conn.execute("SELECT id FROM chunks WHERE path=?", (path,))]
+            for cid in ids:
+                self._conn.execute("DELETE FROM chunks_fts WHERE rowid=?", (cid,))
+                if self._has_vec0():
+                    self._conn.execute("DELETE FROM chunks_vec WHERE chunk_id=?", (cid,))
+            self._conn.execute("DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks "
+                               "WHERE path=?)", (path,))
+            self._conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+            self._conn.execute("DELETE FROM files WHERE path=?", (path,))
+
+    def write_file(self, item: FileWrite) -> None:
+        """Replace one file's record, chunks, lexical rows and vectors."""
+        rec = item.record
+        self.remove_files([rec.path])
+        self._conn.execute(
+            "INSERT INTO files(path, file_hash, sidecar_hash, content_hash, title, type, tags, "
+            "doc_id, info) VALUES(?,?,?,?,?,?,?,?,?)",
+            (rec.path, rec.file_hash, rec.sidecar_hash, rec.content_hash, rec.title, rec.type,
+             json.dumps(list(rec.tags)), rec.doc_id, json.dumps(rec.info, default=str)),
+        )
+        for i, ch in enumerate(item.chunks):
+            cursor = self._conn.execute(
+                "INSERT INTO chunks(path, chunk_index, heading_path, line_start, line_end, "
+                "byte_start, byte_end, text, context_prefix, span_hash, section, tokens) "
+                "VALUES(?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                (ch.path, ch.chunk_index, json.dumps(list(ch.heading_path)), ch.line_range[0],
+                 ch.line_range[1], ch.byte_range[0], ch.byte_range[1], ch.text,
+                 ch.context_prefix, ch.span_hash, ch.section, ch.tokens),
+            )
+            cid = int(cursor.fetchall()[0][0])
+            lexical_text = f"{ch.context_prefix}\n\n{ch.text}" if ch.context_prefix else ch.text
+            self._conn.execute(
+                "INSERT INTO chunks_fts(rowid, text, title, headings) VALUES(?,?,?,?)",
+                (cid, lexical_text, rec.title, " ".join(ch.heading_path)),
+            )
+            if item.vectors is not None:
+                blob = _blob(item.vectors[i])
+                self._conn.execute("INSERT INTO vectors(chunk_id, vec) VALUES(?,?)", (cid, blob))
+                if self.vector_engine == "sqlite-vec":
+                    self._ensure_vec0(len(item.vectors[i]))
+                    self._conn.execute(
+                        "INSERT INTO chunks_vec(chunk_id, embedding) VALUES(?,?)", (cid, blob)
+                    )
+
+    def finish_build(self, features: Mapping[str, Any]) -> None:
+        """Record the build's features and bump the generation (call inside the transaction)."""
+        self.set_meta("index_features", json.dumps(dict(features), sort_keys=True))
+        self.set_meta("generation", str(int(self.get_meta("generation") or "0") + 1))
+        self.set_meta("indexed_at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        self._matrix = None
+
+    # -- sqlite-vec mirror -------------------------------------------------------------------
+
+    def _has_vec0(self) -> bool:
+        rows = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name='chunks_vec'"
+        ).fetchall()
+        return bool(rows)
+
+    def _ensure_vec0(self, dim: int) -> None:
+        if not self._has_vec0():
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE chunks_vec USING vec0(chunk_id INTEGER PRIMARY KEY, "
+                f"embedding float[{int(dim)}] distance_metric=cosine)"
+            )
+
+    def _drop_vec0(self) -> None:
+        if self.vector_engine == "sqlite-vec" and self._has_vec0():
+            self._conn.execute("DROP TABLE chunks_vec")
+
+    # -- lexical -----------------------------------------------------------------------------
+
+    def lexical_top(
+        self,
+        terms: Sequence[str],
+        n: int,
+        *,
+        weights: tuple[float, float, float] = (1.0, 3.0, 2.0),
+        time_limit_ms: int = 250,
+        paths: Sequence[str] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Chunks matching any term, best BM25 first, as (chunk_id, score ≥ 0).
+
+        Terms are quoted here, so no FTS5 syntax from a user ever reaches SQLite; a query that
+        runs past ``time_limit_ms`` is cut short and returns what it has.
+        """
+        quoted = [f'"{t.replace(chr(34), "")}"' for t in terms if t.replace('"', "").strip()]
+        if not quoted:
+            return []
+        match = " OR ".join(quoted)
+        w = ", ".join(f"{float(x):.3f}" for x in weights)
+        sql = (
+            f"SELECT rowid, -bm25(chunks_fts, {w}) AS s FROM chunks_fts "
+            f"WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, {w}) LIMIT ?"
+        )
+        deadline = time.monotonic() + time_limit_ms / 1000.0
+        out: list[tuple[int, float]] = []
+        with self._lock:
+            self._conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+            try:
+                for rowid, score in self._conn.execute(sql, (match, n)):
+                    out.append((int(rowid), float(score)))
+            except apsw.InterruptError:
+                logger.warning("lexical search hit its %d ms limit — partial result", time_limit_ms)
+            except apsw.SQLError as exc:
+                logger.warning("lexical search failed for %r: %s", match[:200], exc)
+            finally:
+                self._conn.set_progress_handler(None)
+        if paths is not None:
+            allowed = set(paths)
+            owners = self.paths_of([cid for cid, _ in out])
+            out = [(cid, s) for cid, s in out if owners.get(cid) in allowed]
+        return out
+
+    # -- vectors -----------------------------------------------------------------------------
+
+    def _load_matrix(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        gen = int(self.get_meta("generation") or "0")
+        if self._matrix is None or self._matrix[0] != gen:
+            rows = self._conn.execute("SELECT chunk_id, vec FROM vectors ORDER BY chunk_id")
+            ids: list[int] = []
+            blobs: list[bytes] = []
+            for cid, blob in rows:
+                ids.append(int(cid))
+                blobs.append(bytes(blob))
+            if blobs:
+                dim = len(blobs[0]) // 4
+                mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+            else:
+                mat = np.zeros((0, 0), dtype=np.float32)
+            self._matrix = (gen, np.asarray(ids, dtype=np.int64), mat.astype(np.float32))
+        return self._matrix[1], self._matrix[2]
+
+    def has_vectors(self) -> bool:
+        return bool(self._conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchall())
+
+    def vector_top(self, query: npt.NDArray[np.float32], n: int) -> list[tuple[int, float]]:
+        """Nearest chunks by cosine similarity, best first, as (chunk_id, similarity)."""
+        with self._lock:
+            if self.vector_engine == "sqlite-vec" and self._has_vec0():
+                rows = self._conn.execute(
+                    "SELECT chunk_id, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ? "
+                    "ORDER BY distance",
+                    (_blob(query), int(n)),
+                )
+                return [(int(cid), 1.0 - float(dist)) for cid, dist in rows]
+            ids, mat = self._load_matrix()
+        if len(ids) == 0:
+            return []
+        if mat.shape[1] != query.shape[0]:
+            raise IndexBuildError(
+                f"query vector has {query.shape[0]} dimensions, the index {mat.shape[1]} — "
+                "re-index with the same embedding model"
+            )
+        sims = mat @ query.astype(np.float32)
+        n = min(n, len(ids))
+        top = np.argpartition(-sims, n - 1)[:n]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(int(ids[i]), float(sims[i])) for i in top]
+
+    def vectors_for(self, chunk_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        with self._lock:
+            ids, mat = self._load_matrix()
+        if len(ids) == 0:
+            return {}
+        pos = np.searchsorted(ids, np.asarray(chunk_ids, dtype=np.int64))
+        out: dict[int, npt.NDArray[np.float32]] = {}
+        for cid, p in zip(chunk_ids, pos, strict=True):
+            if p < len(ids) and ids[p] == cid:
+                out[cid] = mat[p]
+        return out
+
+    # -- reads -------------------------------------------------------------------------------
+
+    _CHUNK_COLUMNS = (
+        "c.id, c.path, c.chunk_index, c.heading_path, c.line_start, c.line_end, c.byte_start, "
+        "c.byte_end, c.text, c.context_prefix, c.span_hash, c.section, c.tokens, "
+        "f.file_hash, f.sidecar_hash, f.content_hash, f.title, f.type, f.tags, f.doc_id, f.info"
+    )
+
+    @staticmethod
+    def _row(row: Sequence[Any]) -> StoredChunk:
+        (cid, path, idx, hp, ls, le, bs, be, text, prefix, span, section, tokens,
+         fh, sh, ch, title, typ, tags, doc_id, info) = row
+        file = FileRecord(path, fh, sh, ch, title, typ, tuple(json.loads(tags)), doc_id,
+                          json.loads(info))
+        chunk = ChunkRecord(path, idx, tuple(json.loads(hp)), (ls, le), (bs, be), text, prefix,
+                            span, section, tokens)
+        return StoredChunk(int(cid), chunk, file)
+
+    def chunks_by_ids(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
+        out: dict[int, StoredChunk] = {}
+        for start in range(0, len(chunk_ids), 500):
+            batch = tuple(chunk_ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            sql = (f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
+                   f"WHERE c.id IN ({marks})")
+            with self._lock:
+                rows = self._conn.execute(sql, batch).fetchall()
+            for row in rows:
+                sc = self._row(row)
+                out[sc.id] = sc
+        return out
+
+    def chunks_for_path(self, path: str) -> list[StoredChunk]:
+        sql = (f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
+               "WHERE c.path = ? ORDER BY c.chunk_index")
+        with self._lock:
+            return [self._row(r) for r in self._conn.execute(sql, (path,)).fetchall()]
+
+    def paths_of(self, chunk_ids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(chunk_ids), 500):
+            batch = tuple(chunk_ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT id, path FROM chunks WHERE id IN ({marks})", batch
+                ).fetchall()
+            out.update({int(r[0]): str(r[1]) for r in rows})
+        return out
+
+    def files(self) -> list[FileRecord]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id, "
+                "info FROM files ORDER BY path"
+            ).fetchall()
+        return [FileRecord(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7],
+                           json.loads(r[8])) for r in rows]

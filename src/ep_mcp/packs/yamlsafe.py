@@ -1,0 +1,180 @@
+"""Bounded YAML parsing: pure-Python SafeLoader with size, depth and alias limits.
+
+Never the libyaml ``CSafeLoader``: it segfaults on ~25k-deep flow nesting, which a tapped
+repository could use to crash-loop the server. Dates stay strings (``2026-04-21``), so
+frontmatter round-trips exactly as written.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ep_mcp.errors import PackError
+
+logger = logging.getLogger(__name__)
+
+MAX_BYTES = 1_048_576  # manifests, sidecars, graphs, config files
+FRONTMATTER_MAX_BYTES = 262_144
+MAX_DEPTH = 64
+MAX_ALIASES = 100
+MAX_NODES = 100_000  # nodes after alias expansion (a billion-laughs bomb has ~10^8)
+
+
+class YamlError(PackError):
+    """A YAML text could not be parsed. ``line`` is 1-based within the parsed text."""
+
+    def __init__(self, source: str, problem: str, line: int | None = None) -> None:
+        self.source = source
+        self.problem = problem
+        self.line = line
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: {problem}")
+
+
+class YamlLimitError(YamlError):
+    """The text exceeds a safety bound (size, nesting, aliases): treat it as hostile."""
+
+
+class _LimitExceeded(Exception):
+    def __init__(self, problem: str, line: int | None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.line = line
+
+
+def _line_of(node_or_mark: Any) -> int | None:
+    mark = getattr(node_or_mark, "start_mark", node_or_mark)
+    line = getattr(mark, "line", None)
+    return line + 1 if isinstance(line, int) else None
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that counts nesting depth and aliases while composing."""
+
+    def __init__(self, stream: str, *, max_depth: int, max_aliases: int) -> None:
+        super().__init__(stream)
+        self._max_depth = max_depth
+        self._max_aliases = max_aliases
+        self._depth = 0
+        self.alias_count = 0
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        # Refuse deep flow nesting in the scanner: it looks ahead over every pending `[`,
+        # quadratically, before the composer would ever see the depth.
+        if self.flow_level >= self._max_depth:
+            line = self.get_mark().line + 1
+            raise _LimitExceeded(f"YAML nested deeper than {self._max_depth} levels", line)
+        super().fetch_flow_collection_start(TokenClass)
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        if self.check_event(AliasEvent):
+            self.alias_count += 1
+            if self.alias_count > self._max_aliases:
+                line = _line_of(self.peek_event())  # type: ignore[no-untyped-call]
+                raise _LimitExceeded(f"more than {self._max_aliases} YAML aliases", line)
+        self._depth += 1
+        try:
+            if self._depth > self._max_depth:
+                line = _line_of(self.peek_event())  # type: ignore[no-untyped-call]
+                raise _LimitExceeded(f"YAML nested deeper than {self._max_depth} levels", line)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _timestamp_as_str(loader: yaml.SafeLoader, node: ScalarNode) -> str:
+    return loader.construct_scalar(node)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_str)
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_expanded_size(root: Node, limit: int) -> None:
+    """Count nodes as if every alias were expanded; refuse bombs and recursive aliases."""
+    sizes: dict[int, int] = {}
+    in_progress: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            in_progress.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[key] > limit:
+                raise _LimitExceeded(f"YAML aliases expand to more than {limit} nodes", None)
+            continue
+        if key in sizes:
+            continue
+        if key in in_progress:
+            raise _LimitExceeded("recursive YAML alias", _line_of(node))
+        in_progress.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+
+
+def _check_size(text: str, source: str, max_bytes: int) -> None:
+    if len(text) > max_bytes or len(text.encode("utf-8", "replace")) > max_bytes:
+        raise YamlLimitError(source, f"YAML larger than {max_bytes} bytes")
+
+
+def load_yaml(
+    text: str,
+    *,
+    source: str = "<string>",
+    max_bytes: int = MAX_BYTES,
+    max_depth: int = MAX_DEPTH,
+    max_aliases: int = MAX_ALIASES,
+    max_nodes: int = MAX_NODES,
+) -> Any:
+    """Parse one YAML document safely; raise YamlError (YamlLimitError when hostile)."""
+    _check_size(text, source, max_bytes)
+    loader: _BoundedLoader | None = None
+    try:
+        loader = _BoundedLoader(text, max_depth=max_depth, max_aliases=max_aliases)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if loader.alias_count:
+            _check_expanded_size(node, max_nodes)
+        return loader.construct_document(node)
+    except _LimitExceeded as exc:
+        raise YamlLimitError(source, exc.problem, exc.line) from None
+    except RecursionError:
+        raise YamlLimitError(source, "YAML nested too deeply") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        raise YamlError(source, f"invalid YAML: {problem}", _line_of(mark)) from None
+    except yaml.YAMLError as exc:
+        raise YamlError(source, f"invalid YAML: {' '.join(str(exc).split())}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def load_yaml_file(path: Path, *, max_bytes: int = MAX_BYTES) -> Any:
+    """Read and parse a YAML file. OSError propagates; bad content raises YamlError."""
+    source = str(path)
+    if path.stat().st_size > max_bytes:
+        raise YamlLimitError(source, f"YAML file larger than {max_bytes} bytes")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise YamlError(source, "not valid UTF-8 — save the file as UTF-8", line) from None
+    return load_yaml(text, source=source, max_bytes=max_bytes)

@@ -1,0 +1,174 @@
+"""The core facade the adapters call: packs loaded, indexes opened, queries answered.
+
+A `Library` holds one `PackRuntime` per served pack and one shared embedder. The CLI, the MCP
+server and the HTTP app all go through it; none of them touches the store or the stages.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ep_mcp.config import PackSettings, Settings
+from ep_mcp.errors import EmbeddingError, NotFoundError
+from ep_mcp.index.builder import BuildReport, build_index
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.locate import index_path
+from ep_mcp.index.store import Store
+from ep_mcp.packs.loader import load_pack
+from ep_mcp.packs.models import Pack
+from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.types import SearchRequest, SearchResult
+
+logger = logging.getLogger(__name__)
+
+
+def token_counter() -> Callable[[str], int]:
+    """Tokens as the embedding model counts them (the chunk ceiling uses this count)."""
+    from ep_mcp.index.embed.local import count_tokens
+
+    return count_tokens
+
+
+@dataclass
+class PackRuntime:
+    """One served pack: its parsed files, its index and how to query it."""
+
+    config: PackSettings
+    settings: Settings
+    embedder: Embedder | None
+    home: Path
+    pack: Pack = field(init=False)
+    store: Store = field(init=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.pack = self._load()
+        path = index_path(self.pack.root, self.pack.slug, self.config.index_dir, self.home)
+        self.store = Store(path, read_only=self.config.read_only,
+                           vector_engine=self.settings.index.vector_engine)
+
+    @property
+    def slug(self) -> str:
+        return self.pack.slug
+
+    def _load(self) -> Pack:
+        return load_pack(
+            self.config.path,
+            kind=self.config.kind,
+            slug=self.config.slug,
+            max_file_bytes=self.settings.index.max_file_bytes,
+        )
+
+    def index(self, show_progress: bool | None = None) -> BuildReport:
+        """Bring the index up to date with the pack on disk (re-reads the folder)."""
+        with self._lock:
+            self.pack = self._load()
+            if self.config.read_only:
+                raise NotFoundError(
+                    f"pack '{self.slug}' is served read-only — build its index elsewhere"
+                )
+            try:
+                return self._build(self.embedder, show_progress)
+            except EmbeddingError as exc:
+                logger.warning(
+                    "pack %s: embedding failed (%s) — indexed lexically; search still answers",
+                    self.slug, exc,
+                )
+                return self._build(None, show_progress)
+
+    def _build(self, embedder: Embedder | None, show_progress: bool | None) -> BuildReport:
+        return build_index(
+            self.pack,
+            self.store,
+            embedder,
+            token_counter(),
+            max_tokens=self.settings.index.max_tokens,
+            prefix_template=self.settings.index.context_prefix_template,
+            show_progress=show_progress,
+        )
+
+    def search(self, request: SearchRequest) -> SearchResult:
+        embed = self.embedder.embed_query if self.embedder is not None else None
+        return engine.search(self.store, self.slug, request, self.settings.retrieval, embed)
+
+    def read_raw(self, path: str) -> str:
+        """A file the pack owns, byte for byte as text (frontmatter included).
+
+        Only paths the pack reader listed are served — nothing is resolved against the disk —
+        so `..`, absolute paths and links out of the pack cannot reach another file.
+        """
+        doc = self.pack.document(path.strip().lstrip("./") if path.startswith("./") else path)
+        if doc is None:
+            raise NotFoundError(
+                f"'{path}' is not a file of pack '{self.slug}' — list them with ep_list_topics"
+            )
+        return doc.text
+
+    def close(self) -> None:
+        self.store.close()
+
+
+@dataclass
+class Library:
+    """Every served pack by slug, with one shared embedder."""
+
+    settings: Settings
+    runtimes: dict[str, PackRuntime]
+    embedder: Embedder | None
+
+    def get(self, slug: str | None = None) -> PackRuntime:
+        if slug is None:
+            if len(self.runtimes) == 1:
+                return next(iter(self.runtimes.values()))
+            raise NotFoundError(
+                f"several packs are served — name one with `pack`: {', '.join(self.slugs())}"
+            )
+        try:
+            return self.runtimes[slug]
+        except KeyError:
+            raise NotFoundError(
+                f"pack '{slug}' not found — available packs: {', '.join(self.slugs()) or 'none'}"
+            ) from None
+
+    def slugs(self) -> list[str]:
+        return sorted(self.runtimes)
+
+    def __iter__(self) -> Iterator[PackRuntime]:
+        return iter(self.runtimes[s] for s in self.slugs())
+
+    def close(self) -> None:
+        for rt in self.runtimes.values():
+            rt.close()
+
+
+def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None:
+    from ep_mcp.index.embed import QueryEmbeddingCache, create_embedder
+
+    embedder = create_embedder(settings.embedding, dict(env))
+    return QueryEmbeddingCache(embedder) if embedder is not None else None
+
+
+def open_library(
+    settings: Settings,
+    env: Mapping[str, str],
+    home: Path,
+    *,
+    build: bool = True,
+    show_progress: bool | None = None,
+    embedder: Embedder | None | str = "auto",
+) -> Library:
+    """Load every configured pack, open (and by default update) its index."""
+    emb: Embedder | None = make_embedder(settings, env) if embedder == "auto" else embedder  # type: ignore[assignment]
+    runtimes: dict[str, PackRuntime] = {}
+    for cfg in settings.packs:
+        rt = PackRuntime(cfg, settings, emb, home)
+        if rt.slug in runtimes:
+            raise NotFoundError(f"two packs share the slug '{rt.slug}' — set `slug` for one of them")
+        if build and not cfg.read_only:
+            rt.index(show_progress=show_progress)
+        runtimes[rt.slug] = rt
+    return Library(settings, runtimes, emb)

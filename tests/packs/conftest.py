@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).parents[2].parent / "shared"
+
+Writer = Callable[..., Path]
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Writer:
+    """write("a/b.md", "text") creates tmp_path/pack/a/b.md and returns the pack root."""
+    root = tmp_path / "pack"
+    root.mkdir(exist_ok=True)
+
+    def _write(rel: str, content: str | bytes = "") -> Path:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        return root
+
+    return _write
+
+
+def shared(*parts: str) -> Path:
+    path = SHARED.joinpath(*parts)
+    if not path.is_dir():
+        pytest.skip(f"{path} is not available")
+    return path
