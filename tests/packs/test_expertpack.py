@@ -140,9 +140,15 @@ def test_an_invalid_pack_type_is_a_warning(write: Writer) -> None:
 
 
 def test_composite_sub_pack_entries_are_relative_to_the_sub_pack(write: Writer) -> None:
-    write("manifest.yaml", "slug: c\nname: C\ntype: composite\npacks:\n  - path: sub\n  - path: gone\n")
-    write("sub/manifest.yaml", "slug: s\nname: S\ntype: process\ncontext:\n  always: [intro.md]\n"
-          "  on_demand: [old/]\nindex_files: toc.md\n")
+    write(
+        "manifest.yaml",
+        "slug: c\nname: C\ntype: composite\npacks:\n  - path: sub\n  - path: gone\n",
+    )
+    write(
+        "sub/manifest.yaml",
+        "slug: s\nname: S\ntype: process\ncontext:\n  always: [intro.md]\n"
+        "  on_demand: [old/]\nindex_files: toc.md\n",
+    )
     write("sub/intro.md", _doc("Intro"))
     write("sub/old/x.md", _doc("Old"))
     root = write("sub/toc.md", _doc("Toc"))

@@ -20,7 +20,11 @@ def _pack(name: str) -> Pack:
 
 @pytest.mark.parametrize(
     ("name", "pack_type", "min_docs"),
-    [("blender-3d", "product", 60), ("solar-diy", "composite", 35), ("home-assistant", "composite", 45)],
+    [
+        ("blender-3d", "product", 60),
+        ("solar-diy", "composite", 35),
+        ("home-assistant", "composite", 45),
+    ],
 )
 def test_real_expertpacks_load_without_warnings(name: str, pack_type: str, min_docs: int) -> None:
     pack = _pack(name)
@@ -88,7 +92,9 @@ def test_requires_resolve_within_the_sub_pack() -> None:
     path = "product/concepts/system-design-string-sizing.md"
     doc = pack.document(path)
     assert doc is not None and doc.requires == ("inverter-string.md",)
-    assert resolve_reference(pack, path, "inverter-string.md") == "product/concepts/inverter-string.md"
+    assert (
+        resolve_reference(pack, path, "inverter-string.md") == "product/concepts/inverter-string.md"
+    )
 
 
 def test_wikilinks_and_related_become_edges() -> None:

@@ -99,8 +99,21 @@ def main(verbose: int) -> None:
     setup_logging(["WARNING", "INFO", "DEBUG"][min(verbose, 2)])
 
 
+@main.group("bench")
+def bench() -> None:
+    """Measure quality and speed (index build, BEIR sets, serving)."""
+
+
 def _register() -> None:
-    from ep_mcp.cli import pack_cmds  # noqa: F401  (commands attach themselves to `main`)
+    """Import the command modules; each attaches its commands to `main` or `bench`."""
+    import importlib
+
+    for module in ("pack_cmds", "eval_cmds", "serve_cmds", "skills_cmds"):
+        try:
+            importlib.import_module(f"ep_mcp.cli.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"ep_mcp.cli.{module}":
+                raise
 
 
 _register()

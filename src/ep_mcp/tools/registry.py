@@ -1,0 +1,99 @@
+"""Tools by name: a JSON schema for input and output, and a handler over the core.
+
+Adapters (the MCP server, the HTTP app, the CLI) list tools and call them through here, so a
+tool is written once. Handlers take a `ToolContext` and the validated arguments and return
+JSON-ready structured content; they raise `EpMcpError` subclasses for bad input, which every
+adapter renders its own way (MCP `isError`, HTTP error envelope, CLI exit 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ep_mcp.errors import NotFoundError, QueryError
+
+
+@dataclass
+class ToolContext:
+    """What handlers may use: the served packs and, when enabled, the skills hub."""
+
+    library: Any  # ep_mcp.runtime.Library (Any keeps this module import-light)
+    hub: Any | None = None  # ep_mcp.skills hub, when the skill tools are enabled
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[[ToolContext, Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    handler: Handler
+    output_schema: Mapping[str, Any] | None = None
+    title: str | None = None
+    group: str = "pack"  # "pack" tools need packs; "skills" tools need the hub
+
+
+_REGISTRY: dict[str, ToolSpec] = {}
+
+
+def register(spec: ToolSpec) -> ToolSpec:
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def tools(group: str | None = None) -> list[ToolSpec]:
+    _load_builtins()
+    return [t for t in _REGISTRY.values() if group is None or t.group == group]
+
+
+def get_tool(name: str) -> ToolSpec:
+    _load_builtins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise NotFoundError(
+            f"unknown tool '{name}' — available: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
+    """Check arguments against the tool's input schema; one readable line on failure."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(spec.input_schema)
+    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.path) or "arguments"
+        raise QueryError(f"{spec.name}: {where}: {err.message}")
+
+
+def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    spec = get_tool(name)
+    args = dict(arguments or {})
+    validate_arguments(spec, args)
+    return spec.handler(ctx, args)
+
+
+_loaded = False
+
+
+def _load_builtins() -> None:
+    """Import the modules that register the built-in tools (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+
+    for module in ("ep_mcp.tools.pack_tools", "ep_mcp.tools.skill_tools"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
