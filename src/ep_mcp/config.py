@@ -251,12 +251,14 @@ def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = Non
     """Read and validate a config file (or mapping). Nothing starts before this succeeds."""
     base: Path | None = None
     if path is not None:
-        from ep_mcp.packs.yamlsafe import load_yaml_file
+        from ep_mcp.packs.yamlsafe import YamlError, load_yaml_file
 
         try:
             loaded = load_yaml_file(path)
         except OSError as exc:
             raise ConfigError(f"cannot read config {path}: {exc.strerror} — check the path") from exc
+        except YamlError as exc:
+            raise ConfigError(str(exc)) from exc
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, Mapping):

@@ -85,3 +85,9 @@ def test_first_heading_ignores_code_fences_and_deeper_headings() -> None:
 def test_first_heading_keeps_a_trailing_hash_that_is_part_of_the_title() -> None:
     assert first_heading("# Learning C#\n") == "Learning C#"
     assert first_heading("no heading\n") is None
+
+
+def test_frontmatter_with_thousands_of_nodes_is_hostile() -> None:
+    fm = parse_frontmatter("---\nx: [" + "a," * 20_000 + "]\n---\nbody\n")
+    assert fm.hostile
+    assert fm.problem is not None and "YAML nodes" in fm.problem

@@ -122,3 +122,9 @@ def test_load_yaml_file_refuses_huge_files_before_reading(tmp_path: Path) -> Non
 def test_load_yaml_file_lets_a_missing_file_raise_oserror(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         load_yaml_file(tmp_path / "missing.yaml")
+
+
+def test_documents_with_too_many_nodes_are_rejected_early() -> None:
+    text = "[" + "a," * 50_000 + "]"
+    with pytest.raises(YamlLimitError, match="more than 1000 YAML nodes"):
+        load_yaml(text, max_nodes=1000)

@@ -18,11 +18,18 @@ def _writable(folder: Path) -> bool:
 
 
 def index_path(pack_root: Path, slug: str, index_dir: Path | None, home: Path) -> Path:
-    """`index_dir/index.db`, else `<pack>/.ep-mcp/index.db`, else the per-user data directory."""
+    """`index_dir/index.db`, else `<pack>/.ep-mcp/index.db`, else the per-user data directory.
+
+    Packs shipped inside the ep_mcp package (the bundled example) always index into the
+    per-user directory, so an install never writes into site-packages.
+    """
     if index_dir is not None:
         return index_dir / "index.db"
     local = pack_root / ".ep-mcp"
-    if (local / "index.db").exists() and _writable(local) or _writable(pack_root):
+    inside_package = Path(__file__).resolve().parents[1] in pack_root.resolve().parents
+    if not inside_package and (
+        (local / "index.db").exists() and _writable(local) or _writable(pack_root)
+    ):
         return local / "index.db"
     key = hashlib.sha256(str(pack_root.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
     return home / "indexes" / f"{slug}-{key[:12]}" / "index.db"

@@ -116,7 +116,11 @@ def walk_files(root: Path, warnings: Warnings) -> list[str]:
 
 
 def _read_bytes(path: Path, limit: int) -> bytes:
-    with path.open("rb") as handle:
+    # O_NONBLOCK: a file swapped for a FIFO after the stat check must not hang the loader.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(0, "not a regular file")
         return handle.read(limit + 1)
 
 

@@ -8,7 +8,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ep_mcp.packs.yamlsafe import FRONTMATTER_MAX_BYTES, YamlError, YamlLimitError, load_yaml
+from ep_mcp.packs.yamlsafe import (
+    FRONTMATTER_MAX_BYTES,
+    FRONTMATTER_MAX_NODES,
+    YamlError,
+    YamlLimitError,
+    load_yaml,
+)
 
 _OPEN = re.compile(r"---[ \t]*\r?\n?")
 _CLOSE = re.compile(r"(---|\.\.\.)[ \t]*\r?\n?")
@@ -44,7 +50,9 @@ def parse_frontmatter(text: str, *, source: str = "<string>") -> Frontmatter:
     if raw is None or not raw.strip():
         return Frontmatter(body_line=body_line)
     try:
-        meta = load_yaml(raw, source=source, max_bytes=FRONTMATTER_MAX_BYTES)
+        meta = load_yaml(
+            raw, source=source, max_bytes=FRONTMATTER_MAX_BYTES, max_nodes=FRONTMATTER_MAX_NODES
+        )
     except YamlError as exc:
         line = exc.line + 1 if exc.line else None  # +1: the opening `---` line
         hostile = isinstance(exc, YamlLimitError)

@@ -21,9 +21,10 @@ logger = logging.getLogger(__name__)
 
 MAX_BYTES = 1_048_576  # manifests, sidecars, graphs, config files
 FRONTMATTER_MAX_BYTES = 262_144
+FRONTMATTER_MAX_NODES = 10_000  # real frontmatter has tens of nodes; parsing costs ~40 µs each
 MAX_DEPTH = 64
 MAX_ALIASES = 100
-MAX_NODES = 100_000  # nodes after alias expansion (a billion-laughs bomb has ~10^8)
+MAX_NODES = 100_000  # nodes, and nodes after alias expansion (a 342-byte bomb has ~4e8)
 
 
 class YamlError(PackError):
@@ -57,11 +58,13 @@ def _line_of(node_or_mark: Any) -> int | None:
 class _BoundedLoader(yaml.SafeLoader):
     """SafeLoader that counts nesting depth and aliases while composing."""
 
-    def __init__(self, stream: str, *, max_depth: int, max_aliases: int) -> None:
+    def __init__(self, stream: str, *, max_depth: int, max_aliases: int, max_nodes: int) -> None:
         super().__init__(stream)
         self._max_depth = max_depth
         self._max_aliases = max_aliases
+        self._max_nodes = max_nodes
         self._depth = 0
+        self._nodes = 0
         self.alias_count = 0
 
     def fetch_flow_collection_start(self, TokenClass: Any) -> None:
@@ -78,6 +81,10 @@ class _BoundedLoader(yaml.SafeLoader):
             if self.alias_count > self._max_aliases:
                 line = _line_of(self.peek_event())  # type: ignore[no-untyped-call]
                 raise _LimitExceeded(f"more than {self._max_aliases} YAML aliases", line)
+        self._nodes += 1
+        if self._nodes > self._max_nodes:
+            line = _line_of(self.peek_event())  # type: ignore[no-untyped-call]
+            raise _LimitExceeded(f"more than {self._max_nodes} YAML nodes", line)
         self._depth += 1
         try:
             if self._depth > self._max_depth:
@@ -144,7 +151,9 @@ def load_yaml(
     _check_size(text, source, max_bytes)
     loader: _BoundedLoader | None = None
     try:
-        loader = _BoundedLoader(text, max_depth=max_depth, max_aliases=max_aliases)
+        loader = _BoundedLoader(
+            text, max_depth=max_depth, max_aliases=max_aliases, max_nodes=max_nodes
+        )
         node = loader.get_single_node()
         if node is None:
             return None

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ep_mcp.config import Settings, load_settings
+from ep_mcp.errors import ConfigError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_reference_style_config_loads_with_paths_relative_to_the_file(tmp_path: Path) -> None:
+    cfg = write(
+        tmp_path,
+        "server: {host: 127.0.0.1, port: 8123, mcp_allowed_hosts: ['example.com:*']}\n"
+        "packs:\n  - {slug: docs, path: ./docs, api_keys: [k1]}\n  - other\n"
+        "embedding: {provider: none}\n"
+        "retrieval: {mmr_lambda: 0.9, fusion: weighted}\n",
+    )
+    s = load_settings(cfg)
+    assert s.server.port == 8123
+    assert s.packs[0].path == tmp_path / "docs"
+    assert s.packs[0].api_keys == ("k1",)
+    assert s.packs[1].path == tmp_path / "other"
+    assert s.embedding.provider == "none"
+    assert s.retrieval.mmr_lambda == 0.9
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("retrieval: {mmr_lamda: 0.9}\n", "retrieval.mmr_lamda: unknown key"),
+        ("server: {port: eighty}\n", "server.port: expected an integer"),
+        ("server: {port: 70000}\n", "server.port: must be 1..65535"),
+        ("retrieval: {mmr_lambda: 2}\n", "retrieval.mmr_lambda: must be between 0 and 1"),
+        ("packs: [{slug: a}]\n", "packs[0]: missing required key"),
+        ("packs: [{path: a, kind: wiki}]\n", "packs[0].kind: must be"),
+        ("- just\n- a list\n", "must be a YAML mapping"),
+        ("server: {port: [1\n", "config.yaml"),
+        ("packs: [{path: a, slug: x}, {path: b, slug: x}]\n", "duplicate slug"),
+    ],
+)
+def test_bad_config_is_reported_with_the_key_path(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        load_settings(write(tmp_path, text))
+
+
+def test_a_missing_config_file_says_to_check_the_path(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="check the path"):
+        load_settings(tmp_path / "nope.yaml")
+
+
+def test_defaults_need_no_file() -> None:
+    assert load_settings(None) == Settings()
