@@ -20,7 +20,8 @@ from ep_mcp.index.embed.base import EmbeddingSpec
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    """Every constant of the retrieval pipeline (SPEC §4). Defaults are the measured winners."""
+    """Every constant of the retrieval pipeline (SPEC §4). Defaults are the measured winners
+    (docs/bench/retrieval.md: SciFact train split and the golden sets)."""
 
     fusion: str = "rrf"  # rrf | weighted
     rrf_k: int = 60
@@ -34,9 +35,11 @@ class RetrievalSettings:
     heading_weight: float = 2.0
     text_column_weight: float = 1.0
     adaptive_threshold: bool = True
-    activation_floor: float = 0.0
-    score_ratio: float = 0.0
-    type_match_boost: float = 0.05
+    cosine_floor: float = 0.0  # activation: best dense cosine below this …
+    margin_floor: float = 0.0  # … or best cosine this little above the pool's crowd …
+    coverage_floor: float = 0.0  # … and lexical term coverage below this → empty answer
+    score_ratio: float = 0.0  # then keep hits scoring ≥ ratio × best
+    type_match_boost: float = 0.05  # boosts are fractions of the best fused score
     tag_match_boost: float = 0.03
     always_tier_boost: float = 0.03
     length_penalty_chars: int = 80
@@ -54,11 +57,17 @@ class RetrievalSettings:
     requires_max_depth: int = 2
     requires_max_atoms: int = 3
     requires_token_budget: int = 3500
-    rerank_pool: int = 30
+    fallback_coverage_weight: float = 0.4  # lexical fallback signals (no vectors)
+    fallback_density_weight: float = 0.1
+    fallback_path_weight: float = 0.1
+    fallback_length_weight: float = 0.1
+    today: str | None = None  # pin "today" (YYYY-MM-DD) for freshness; EP_EVAL_TODAY sets it
 
 
 @dataclass(frozen=True)
 class RerankerSettings:
+    """Optional cross-encoder over a wide pool before the k cut (extra `ep-mcp[rerank]`)."""
+
     enabled: bool = False
     model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
     pool: int = 30
@@ -97,16 +106,33 @@ class ServerSettings:
 
 @dataclass(frozen=True)
 class TapSettings:
+    """A tap listed in config: a git URL / owner/repo (cloned by `ep-mcp update`) or an
+    absolute local folder (indexed in place, never cloned)."""
+
     url: str
     name: str | None = None
 
 
 @dataclass(frozen=True)
 class SkillsSettings:
-    llm_rerank: bool = False
+    """The skills hub (SPEC §7)."""
+
+    llm_rerank: bool = False  # LLM rerank of the shortlist's top by default (`--smart` per query)
     llm_timeout_s: float = 20.0
-    llm_top: int = 20
+    llm_top: int = 20  # shortlist head shown to the LLM
+    llm_model: str = "claude-haiku-4-5"  # for the Messages API (the claude CLI uses its own)
+    llm_endpoint: str | None = None  # Messages API URL override (tests, proxies)
     taps: tuple[TapSettings, ...] = ()
+    read_max_chars: int = 12_000  # skill_read budget; longer files are cut and say so
+    clone_timeout_s: float = 300.0
+    discover_timeout_s: float = 30.0
+    # skill_search fusion (docs/bench/skills.md): weighted RRF over per-skill legs
+    rrf_k: int = 5
+    body_weight: float = 1.0  # BM25 over SKILL.md and supporting-file chunks
+    card_weight: float = 1.0  # BM25 over the per-skill card (name, description, headings)
+    name_weight: float = 1.0  # name/description term match, independent of each tap's BM25
+    vector_weight: float = 2.0  # cosine over all chunks, when the taps have vectors
+    support_factor: float = 0.5  # supporting-file BM25 scores count this much
 
 
 @dataclass(frozen=True)
@@ -215,10 +241,30 @@ def validate(settings: Settings) -> None:
     r = settings.retrieval
     if r.fusion not in _VALID_CHOICES["retrieval.fusion"]:
         raise ConfigError(f"retrieval.fusion: must be one of rrf, weighted — got {r.fusion!r}")
-    for name in ("mmr_lambda", "graph_decay", "score_ratio", "vector_weight", "text_weight"):
+    for name in ("mmr_lambda", "graph_decay", "score_ratio", "vector_weight", "text_weight",
+                 "coverage_floor", "length_penalty", "freshness_penalty"):
         v = getattr(r, name)
         if not 0.0 <= v <= 1.0:
             raise ConfigError(f"retrieval.{name}: must be between 0 and 1 — got {v}")
+    for name in ("rrf_k", "candidate_multiplier", "min_candidates", "lexical_time_limit_ms",
+                 "requires_max_atoms", "requires_token_budget"):
+        if getattr(r, name) < 1:
+            raise ConfigError(f"retrieval.{name}: must be at least 1 — got {getattr(r, name)}")
+    for name in ("graph_depth", "graph_reserved_slots", "requires_max_depth",
+                 "max_chunks_per_file", "length_penalty_chars"):
+        if getattr(r, name) < 0:
+            raise ConfigError(f"retrieval.{name}: must be 0 or more — got {getattr(r, name)}")
+    if r.today is not None:
+        import datetime
+
+        try:
+            datetime.date.fromisoformat(r.today)
+        except ValueError:
+            raise ConfigError(
+                f"retrieval.today: must be a date YYYY-MM-DD — got {r.today!r}"
+            ) from None
+    if settings.reranker.pool < 1:
+        raise ConfigError(f"reranker.pool: must be at least 1 — got {settings.reranker.pool}")
     if settings.server.log_level.upper() not in _VALID_CHOICES["server.log_level"]:
         raise ConfigError(f"server.log_level: must be one of DEBUG, INFO, WARNING, ERROR")
     if not 0 < settings.server.port < 65536:

@@ -31,17 +31,29 @@ def run_checks() -> list[Check]:
 
     checks = [
         Check("ep-mcp", True, __version__),
-        Check("python", sys.version_info >= (3, 11), f"{platform.python_version()} ({sys.executable})"),
-        Check("sqlite (apsw)", True, f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}"),
+        Check(
+            "python", sys.version_info >= (3, 11), f"{platform.python_version()} ({sys.executable})"
+        ),
+        Check(
+            "sqlite (apsw)", True, f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}"
+        ),
     ]
     fts5 = "ENABLE_FTS5" in apsw.compile_options
     checks.append(Check("fts5", fts5, "available" if fts5 else "missing — lexical search needs it"))
     ok, detail = sqlite_vec_status()
-    checks.append(Check("sqlite-vec", True, f"vec0 {detail}" if ok else
-                        f"not loadable ({detail}) — vectors use the exact numpy scan"))
+    checks.append(
+        Check(
+            "sqlite-vec",
+            True,
+            f"vec0 {detail}"
+            if ok
+            else f"not loadable ({detail}) — vectors use the exact numpy scan",
+        )
+    )
     checks.append(Check("mcp", True, _version("mcp")))
-    checks.append(Check("onnxruntime", _version("onnxruntime") != "not installed",
-                        _version("onnxruntime")))
+    checks.append(
+        Check("onnxruntime", _version("onnxruntime") != "not installed", _version("onnxruntime"))
+    )
     checks.append(_model_check())
     return checks
 
@@ -54,7 +66,10 @@ def _model_check() -> Check:
         emb = LocalEmbedder()
         vec = emb.embed_query("hello world")
         ms = (time.perf_counter() - started) * 1000
-        return Check("local model", vec.shape == (emb.dimension,),
-                     f"{emb.name}, {emb.dimension}-d, loaded and ran in {ms:.0f} ms")
+        return Check(
+            "local model",
+            vec.shape == (emb.dimension,),
+            f"{emb.name}, {emb.dimension}-d, loaded and ran in {ms:.0f} ms",
+        )
     except Exception as exc:  # doctor reports any failure instead of raising
         return Check("local model", False, f"{type(exc).__name__}: {exc}")

@@ -21,7 +21,9 @@ from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Pack
 from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.rerank import Reranker, make_reranker
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
+from ep_mcp.retrieval.view import PackView, pack_view
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +45,14 @@ class PackRuntime:
     home: Path
     pack: Pack = field(init=False)
     store: Store = field(init=False)
+    view: PackView = field(init=False)  # what the retrieval stages need of the pack, as data
+    reranker: Reranker | None = field(init=False, default=None)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pack = self._load()
+        self.view = pack_view(self.pack)
+        self.reranker = make_reranker(self.settings.reranker)
         path = index_path(self.pack.root, self.pack.slug, self.config.index_dir, self.home)
         self.store = Store(path, read_only=self.config.read_only,
                            vector_engine=self.settings.index.vector_engine)
@@ -63,10 +69,13 @@ class PackRuntime:
             max_file_bytes=self.settings.index.max_file_bytes,
         )
 
-    def index(self, show_progress: bool | None = None) -> BuildReport:
-        """Bring the index up to date with the pack on disk (re-reads the folder)."""
+    def index(self, show_progress: bool | None = None, *, reload: bool = True) -> BuildReport:
+        """Bring the index up to date with the pack on disk (re-reads the folder unless told not
+        to, e.g. right after opening)."""
         with self._lock:
-            self.pack = self._load()
+            if reload:
+                self.pack = self._load()
+            self.view = pack_view(self.pack)
             if self.config.read_only:
                 raise NotFoundError(
                     f"pack '{self.slug}' is served read-only — build its index elsewhere"
@@ -91,9 +100,44 @@ class PackRuntime:
             show_progress=show_progress,
         )
 
+    def reload(self) -> BuildReport | None:
+        """Re-read the pack, update the index, then swap the new Pack in (live reload).
+
+        Until the swap, queries are answered from the previous Pack and the last committed
+        index (embedding runs before the build's one short write transaction). If anything
+        fails, the last good state keeps serving and the error propagates to the caller.
+        """
+        with self._lock:
+            new = self._load()
+            if self.config.read_only:
+                self.pack, self.view = new, pack_view(new)
+                return None
+            embedder = self.embedder
+            try:
+                report = self._build_pack(new, embedder)
+            except EmbeddingError as exc:
+                logger.warning("pack %s: embedding failed on reload (%s) — indexed lexically",
+                               self.slug, exc)
+                report = self._build_pack(new, None)
+            self.pack, self.view = new, pack_view(new)
+            return report
+
+    def _build_pack(self, pack: Pack, embedder: Embedder | None) -> BuildReport:
+        return build_index(
+            pack,
+            self.store,
+            embedder,
+            token_counter(),
+            max_tokens=self.settings.index.max_tokens,
+            prefix_template=self.settings.index.context_prefix_template,
+            show_progress=False,
+        )
+
     def search(self, request: SearchRequest) -> SearchResult:
         embed = self.embedder.embed_query if self.embedder is not None else None
-        return engine.search(self.store, self.slug, request, self.settings.retrieval, embed)
+        return engine.search(self.store, self.slug, request, self.settings.retrieval, embed,
+                             view=self.view, reranker=self.reranker,
+                             rerank_pool=self.settings.reranker.pool)
 
     def read_raw(self, path: str) -> str:
         """A file the pack owns, byte for byte as text (frontmatter included).
@@ -152,6 +196,25 @@ def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None
     return QueryEmbeddingCache(embedder) if embedder is not None else None
 
 
+def with_eval_today(settings: Settings, env: Mapping[str, str]) -> Settings:
+    """``EP_EVAL_TODAY=YYYY-MM-DD`` pins "today" for freshness fields (tests, evaluations)."""
+    import dataclasses
+    import datetime
+
+    from ep_mcp.errors import ConfigError
+
+    pinned = env.get("EP_EVAL_TODAY", "").strip()
+    if not pinned or settings.retrieval.today:
+        return settings
+    try:
+        datetime.date.fromisoformat(pinned)
+    except ValueError:
+        raise ConfigError(f"EP_EVAL_TODAY must be a date YYYY-MM-DD — got {pinned!r}") from None
+    return dataclasses.replace(
+        settings, retrieval=dataclasses.replace(settings.retrieval, today=pinned)
+    )
+
+
 def open_library(
     settings: Settings,
     env: Mapping[str, str],
@@ -162,6 +225,7 @@ def open_library(
     embedder: Embedder | None | str = "auto",
 ) -> Library:
     """Load every configured pack, open (and by default update) its index."""
+    settings = with_eval_today(settings, env)
     emb: Embedder | None = make_embedder(settings, env) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
     for cfg in settings.packs:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -27,8 +28,13 @@ def test_a_small_file_is_one_atom_without_its_frontmatter(make_pack) -> None:
 
 def test_a_big_file_splits_at_h2_and_h3_but_never_inside_a_code_fence(make_pack) -> None:
     body = (
-        "# Guide\n\nintro " + "word " * 50 + "\n\n## Setup\n\n" + "step " * 50
-        + "\n\n```\n## not a heading\n```\n\n### Ports\n\n" + "port " * 50 + "\n"
+        "# Guide\n\nintro "
+        + "word " * 50
+        + "\n\n## Setup\n\n"
+        + "step " * 50
+        + "\n\n```\n## not a heading\n```\n\n### Ports\n\n"
+        + "port " * 50
+        + "\n"
     )
     root = make_pack({"g.md": body})
     (doc,) = load_pack(root).documents
@@ -82,5 +88,5 @@ def test_split_chunks_tile_the_body_exactly(tmp_path_factory, sections) -> None:
     chunks = chunk_document(doc, words, max_tokens=1)
     lines = text.splitlines(keepends=True)
     assert "".join(c.text for c in chunks).strip() == "".join(lines).strip()
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         assert a.line_range[1] < b.line_range[0]

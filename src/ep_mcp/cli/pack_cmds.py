@@ -5,12 +5,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import textwrap
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ep_mcp.cli.app import (
-    config_option,
+    bench,
     emit_json,
     fail_cleanly,
     index_dir_option,
@@ -19,14 +22,28 @@ from ep_mcp.cli.app import (
     provider_option,
     resolve_settings,
 )
-from ep_mcp.retrieval.types import SearchRequest, SearchResult
-from ep_mcp.runtime import open_library
+from ep_mcp.config import Settings
+from ep_mcp.errors import PackError
+
+if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no change skips it
+    from ep_mcp.retrieval.types import SearchResult
+    from ep_mcp.runtime import Library, PackRuntime
 
 pack_argument = click.argument("pack", type=click.Path(path_type=Path, file_okay=False))
 
 
-def _open_one(pack: Path, provider: str | None, index_dir: Path | None, build: bool = True):  # type: ignore[no-untyped-def]
-    settings = resolve_settings(None, [str(pack)], provider=provider, index_dir=index_dir)
+def _settings(pack: Path, provider: str | None, index_dir: Path | None) -> Settings:
+    if not pack.is_dir():
+        raise PackError(f"no pack folder at {pack} — pass the path of a folder of markdown files")
+    return resolve_settings(None, [str(pack)], provider=provider, index_dir=index_dir)
+
+
+def _open_one(
+    pack: Path, provider: str | None, index_dir: Path | None, build: bool = True
+) -> tuple[Library, PackRuntime]:
+    from ep_mcp.runtime import open_library
+
+    settings = _settings(pack, provider, index_dir)
     assert settings.home is not None
     lib = open_library(settings, os.environ, settings.home, build=build)
     return lib, lib.get()
@@ -40,21 +57,54 @@ def _open_one(pack: Path, provider: str | None, index_dir: Path | None, build: b
 @fail_cleanly
 def index_cmd(pack: Path, provider: str | None, index_dir: Path | None, as_json: bool) -> None:
     """Build or update the index of PACK (only changed files are re-read and re-embedded)."""
+    from ep_mcp import __version__
+    from ep_mcp.index import fastcheck
+
+    started = time.perf_counter()
+    settings = _settings(pack, provider, index_dir)
+    cfg = settings.packs[0]
+    assert settings.home is not None
+    key = fastcheck.settings_key(cfg, settings.embedding, settings.index, __version__)
+    snap = fastcheck.take_snapshot(cfg.path, key)
+    state = fastcheck.quick_state(cfg.path, cfg.index_dir, settings.home, snap)
+    if state is not None:  # nothing changed since the last build: no parsing, no numpy
+        report = {
+            **state.report,
+            "changed": 0,
+            "removed": 0,
+            "embedded": 0,
+            "reused": 0,
+            "rebuilt": False,
+            "seconds": time.perf_counter() - started,
+        }
+        _print_index(state.slug, state.index, report, state.warnings, as_json)
+        return
     lib, rt = _open_one(pack, provider, index_dir, build=False)
     try:
-        report = rt.index()
-        if as_json:
-            emit_json({"pack": rt.slug, "index": str(rt.store.path), **dataclasses.asdict(report)})
-            return
-        click.echo(
-            f"{rt.slug}: {report.files} files, {report.chunks} chunks "
-            f"({report.changed} changed, {report.removed} removed, {report.embedded} embedded, "
-            f"{report.reused} from cache) in {report.seconds:.2f}s → {rt.store.path}"
-        )
-        for warning in rt.pack.warnings:
-            click.echo(f"warning: {warning}", err=True)
+        built = rt.index(reload=False)
+        warnings = [str(w) for w in rt.pack.warnings]
+        wanted = settings.embedding.provider != "none"
+        if built.vector_engine != "none" or not wanted:  # a lexical fallback retries next time
+            fastcheck.remember(rt.store, snap, rt.slug, dataclasses.asdict(built), warnings)
+        _print_index(rt.slug, rt.store.path, dataclasses.asdict(built), warnings, as_json)
     finally:
         lib.close()
+
+
+def _print_index(
+    slug: str, index: Path, report: Mapping[str, Any], warnings: Sequence[str], as_json: bool
+) -> None:
+    if as_json:
+        emit_json({"pack": slug, "index": str(index), **report, "warnings": list(warnings)})
+    else:
+        click.echo(
+            f"{slug}: {report['files']} files, {report['chunks']} chunks "
+            f"({report['changed']} changed, {report['removed']} removed, "
+            f"{report['embedded']} embedded, {report['reused']} from cache) "
+            f"in {report['seconds']:.2f}s → {index}"
+        )
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 def render_result(result: SearchResult) -> str:
@@ -62,7 +112,7 @@ def render_result(result: SearchResult) -> str:
         return f"no results for {result.query!r} ({result.mode})"
     lines = [f"{len(result.hits)} results · mode {result.mode} · {result.took_ms:.1f} ms"]
     for i, hit in enumerate(result.hits, start=1):
-        where = " › ".join(hit.heading_path) or hit.title
+        where = " › ".join(hit.heading_path) or hit.title  # noqa: RUF001
         flags = " [requires]" if hit.requires_expanded else " [graph]" if hit.graph_expanded else ""
         lines.append(
             f"{i:>2}. {hit.source_file}:{hit.line_range[0]}-{hit.line_range[1]}  "
@@ -80,23 +130,47 @@ def render_result(result: SearchResult) -> str:
 @click.option("--type", "type_", help="Only hits of this frontmatter type.")
 @click.option("--tags", help="Only hits with any of these tags (comma-separated).")
 @click.option("--reconstruct", is_flag=True, help="Add exact line/byte provenance to each hit.")
+@click.option("--explain", is_flag=True, help="Show what each candidate scored at each stage.")
 @provider_option
 @index_dir_option
 @json_option
 @fail_cleanly
-def search_cmd(pack: Path, query: str, n: int, type_: str | None, tags: str | None,
-               reconstruct: bool, provider: str | None, index_dir: Path | None,
-               as_json: bool) -> None:
+def search_cmd(
+    pack: Path,
+    query: str,
+    n: int,
+    type_: str | None,
+    tags: str | None,
+    reconstruct: bool,
+    explain: bool,
+    provider: str | None,
+    index_dir: Path | None,
+    as_json: bool,
+) -> None:
     """Search PACK for QUERY (the index is brought up to date first)."""
+    from ep_mcp.retrieval.types import SearchRequest
+
     lib, rt = _open_one(pack, provider, index_dir)
     try:
         tag_list = tuple(t.strip() for t in (tags or "").split(",") if t.strip())
-        result = rt.search(SearchRequest(query=query, k=n, type=type_, tags=tag_list,
-                                         reconstruct=reconstruct))
+        result = rt.search(
+            SearchRequest(
+                query=query,
+                k=n,
+                type=type_,
+                tags=tag_list,
+                reconstruct=reconstruct,
+                explain=explain,
+            )
+        )
         if as_json:
             emit_json(result.to_dict())
         else:
             click.echo(render_result(result))
+            if explain:
+                from ep_mcp.retrieval.explain import render_explain
+
+                click.echo(render_explain(result.explain))
     finally:
         lib.close()
 
@@ -123,16 +197,26 @@ def validate_cmd(pack: Path, as_json: bool) -> None:
     from ep_mcp.packs.loader import load_pack
     from ep_mcp.packs.validate import validate_pack
 
+    if not pack.is_dir():
+        raise PackError(f"no pack folder at {pack} — pass the path of a folder of markdown files")
     loaded = load_pack(pack.resolve())
     problems = validate_pack(loaded)
     if as_json:
-        emit_json({"pack": loaded.slug, "kind": loaded.kind, "files": len(loaded.documents),
-                   "problems": [dataclasses.asdict(p) for p in problems]})
+        emit_json(
+            {
+                "pack": loaded.slug,
+                "kind": loaded.kind,
+                "files": len(loaded.documents),
+                "problems": [dataclasses.asdict(p) for p in problems],
+            }
+        )
     else:
         for p in problems:
             click.echo(str(p))
-        click.echo(f"{loaded.slug} ({loaded.kind}): {len(loaded.documents)} files, "
-                   f"{len(problems)} problem(s)")
+        click.echo(
+            f"{loaded.slug} ({loaded.kind}): {len(loaded.documents)} files, "
+            f"{len(problems)} problem(s)"
+        )
     if problems:
         raise SystemExit(1)
 
@@ -150,3 +234,28 @@ def doctor_cmd(as_json: bool) -> None:
     for c in checks:
         mark = "ok " if c.ok else "!! "
         click.echo(f"{mark}{c.name:<16} {c.detail}")
+
+
+@bench.command("index")
+@pack_argument
+@provider_option
+@click.option(
+    "--runs",
+    type=click.IntRange(1, 20),
+    default=3,
+    show_default=True,
+    help="No-change re-index runs (the median is reported).",
+)
+@json_option
+@fail_cleanly
+def bench_index_cmd(pack: Path, provider: str | None, runs: int, as_json: bool) -> None:
+    """Time a full build, a no-change re-index and a one-file change of PACK (fresh processes)."""
+    from ep_mcp.index.bench import bench_index, render
+
+    if not pack.is_dir():
+        raise PackError(f"no pack folder at {pack} — pass the path of a folder of markdown files")
+    result = bench_index(pack.resolve(), provider=provider, runs=runs)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(render(result))

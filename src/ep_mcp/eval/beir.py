@@ -59,19 +59,26 @@ def load_beir(folder: Path, split: str = "test") -> BeirSet:
     qrels_path = folder / "qrels" / f"{split}.tsv"
     for need in (folder / "corpus.jsonl", folder / "queries.jsonl", qrels_path):
         if not need.is_file():
-            raise NotFoundError(f"{need} is missing — a BEIR folder holds corpus.jsonl, "
-                                f"queries.jsonl and qrels/{split}.tsv")
+            raise NotFoundError(
+                f"{need} is missing — a BEIR folder holds corpus.jsonl, "
+                f"queries.jsonl and qrels/{split}.tsv"
+            )
     qrels: Qrels = {}
     with qrels_path.open(encoding="utf-8") as fh:
         for i, line in enumerate(fh):
             parts = line.rstrip("\n").split("\t")
-            if i == 0 and parts[0] == "query-id" or len(parts) < 3:
+            if (i == 0 and parts[0] == "query-id") or len(parts) < 3:
                 continue
             qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-    corpus = {str(d["_id"]): (str(d.get("title") or ""), str(d.get("text") or ""))
-              for d in _jsonl(folder / "corpus.jsonl")}
-    queries = {str(q["_id"]): str(q["text"]) for q in _jsonl(folder / "queries.jsonl")
-               if str(q["_id"]) in qrels}
+    corpus = {
+        str(d["_id"]): (str(d.get("title") or ""), str(d.get("text") or ""))
+        for d in _jsonl(folder / "corpus.jsonl")
+    }
+    queries = {
+        str(q["_id"]): str(q["text"])
+        for q in _jsonl(folder / "queries.jsonl")
+        if str(q["_id"]) in qrels
+    }
     return BeirSet(folder.name, corpus, queries, qrels)
 
 

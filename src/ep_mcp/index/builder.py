@@ -36,11 +36,13 @@ class BuildReport:
     vector_engine: str
 
 
-def features_for(embedder: Embedder | None, max_tokens: int, prefix_template: str) -> dict[str, Any]:
+def features_for(
+    embedder: Embedder | None, max_tokens: int, prefix_template: str
+) -> dict[str, Any]:
     return {
         "format": FORMAT_VERSION,
-        "embedder": embedder.name if embedder else None,
-        "dimension": embedder.dimension if embedder else None,
+        "embedder": embedder.name if embedder is not None else None,
+        "dimension": embedder.dimension if embedder is not None else None,
         "max_tokens": max_tokens,
         "prefix_template": prefix_template,
     }
@@ -73,18 +75,49 @@ def file_record(doc: Document) -> FileRecord:
     )
 
 
+def _memo(count: Callable[[str], int]) -> Callable[[str], int]:
+    """Count each distinct text once per build (the chunker and the records ask for the same)."""
+    seen: dict[str, int] = {}
+
+    def counted(text: str) -> int:
+        n = seen.get(text)
+        if n is None:
+            n = seen[text] = count(text)
+        return n
+
+    return counted
+
+
 def _records(chunks: Sequence[Chunk], count: Callable[[str], int]) -> tuple[ChunkRecord, ...]:
     return tuple(
-        ChunkRecord(c.path, c.chunk_index, c.heading_path, c.line_range, c.byte_range, c.text,
-                    c.context_prefix, c.span_hash, c.section, count(c.text))
+        ChunkRecord(
+            c.path,
+            c.chunk_index,
+            c.heading_path,
+            c.line_range,
+            c.byte_range,
+            c.text,
+            c.context_prefix,
+            c.span_hash,
+            c.section,
+            count(c.text),
+        )
         for c in chunks
     )
 
 
 def _embed_missing(
-    store: Store, embedder: Embedder, texts: Sequence[str], show_progress: bool | None
+    store: Store,
+    embedder: Embedder,
+    texts: Sequence[str],
+    count: Callable[[str], int],
+    show_progress: bool | None,
 ) -> tuple[dict[str, npt.NDArray[np.float32]], int]:
-    """Vectors for every text, from the cache where possible; returns (key → vector, computed)."""
+    """Vectors for every text, from the cache where possible; returns (key → vector, computed).
+
+    The missing texts are embedded shortest first, so each batch pads to nearly its own length,
+    and are written to the cache every ``CACHE_FLUSH`` texts, so a killed build resumes.
+    """
     keys = [cache_key(embedder, t) for t in texts]
     found = store.cached_vectors(sorted(set(keys)))
     todo: dict[str, str] = {}
@@ -93,7 +126,7 @@ def _embed_missing(
             todo.setdefault(key, text)
     if not todo:
         return found, 0
-    items = list(todo.items())
+    items = sorted(todo.items(), key=lambda item: count(item[1]))
     progress = Progress("embedding chunks", len(items), enabled=show_progress)
     for start in range(0, len(items), CACHE_FLUSH):
         batch = items[start : start + CACHE_FLUSH]
@@ -118,6 +151,7 @@ def build_index(
 ) -> BuildReport:
     """Bring the index up to date with the pack (SPEC §2). Safe to interrupt at any point."""
     started = time.perf_counter()
+    count_tokens = _memo(count_tokens)
     features = features_for(embedder, max_tokens, prefix_template)
     rebuild = store.features() != features
     states: Mapping[str, tuple[str, str | None]] = {} if rebuild else store.file_states()
@@ -125,16 +159,19 @@ def build_index(
     live = {d.path for d in docs}
     removed = sorted(set(states) - live) if not rebuild else []
     changed = [
-        d for d in docs
+        d
+        for d in docs
         if states.get(d.path) != (d.file_hash, d.sidecar.file_hash if d.sidecar else None)
     ]
-    chunked = {d.path: chunk_document(d, count_tokens, max_tokens, prefix_template) for d in changed}
+    chunked = {
+        d.path: chunk_document(d, count_tokens, max_tokens, prefix_template) for d in changed
+    }
     all_chunks = [c for d in changed for c in chunked[d.path]]
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     computed = 0
     if embedder is not None and all_chunks:
         vectors, computed = _embed_missing(
-            store, embedder, [c.indexed_text for c in all_chunks], show_progress
+            store, embedder, [c.indexed_text for c in all_chunks], count_tokens, show_progress
         )
     if rebuild or removed or changed:
         with store.transaction():
@@ -154,14 +191,19 @@ def build_index(
         removed=len(removed),
         chunks=store.counts()["chunks"],
         embedded=computed,
-        reused=len(all_chunks) - computed if embedder else 0,
+        reused=len(all_chunks) - computed if embedder is not None else 0,
         rebuilt=rebuild,
         seconds=time.perf_counter() - started,
-        vector_engine=store.vector_engine if embedder else "none",
+        vector_engine=store.vector_engine if embedder is not None else "none",
     )
     logger.info(
         "indexed %s: %d files, %d changed, %d removed, %d chunks, %d embedded (%.2fs)",
-        pack.slug, report.files, report.changed, report.removed, report.chunks,
-        report.embedded, report.seconds,
+        pack.slug,
+        report.files,
+        report.changed,
+        report.removed,
+        report.chunks,
+        report.embedded,
+        report.seconds,
     )
     return report

@@ -9,6 +9,7 @@ it is prepended to what is embedded and lexically indexed, never to what is retu
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -163,7 +164,7 @@ def chunk_document(
     starts = _split_points(headings, first, len(lines))
     bounds = [*starts, len(lines) + 1]
     out: list[Chunk] = []
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in itertools.pairwise(bounds):
         chunk = _span(doc, lines, offsets, len(out), a, b - 1, headings)
         if chunk.text.strip():
             out.append(_with_prefix(chunk, doc, prefix_template))

@@ -28,8 +28,27 @@ def index_path(pack_root: Path, slug: str, index_dir: Path | None, home: Path) -
     local = pack_root / ".ep-mcp"
     inside_package = Path(__file__).resolve().parents[1] in pack_root.resolve().parents
     if not inside_package and (
-        (local / "index.db").exists() and _writable(local) or _writable(pack_root)
+        ((local / "index.db").exists() and _writable(local)) or _writable(pack_root)
     ):
         return local / "index.db"
     key = hashlib.sha256(str(pack_root.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
     return home / "indexes" / f"{slug}-{key[:12]}" / "index.db"
+
+
+def existing_index(pack_root: Path, index_dir: Path | None, home: Path) -> Path | None:
+    """The index `index_path` would pick for this pack, if one exists — found without the slug.
+
+    Used by the no-change fast path, which must not parse the pack (the slug lives in its
+    manifest). None when there is no index yet or the per-user folder is ambiguous.
+    """
+    if index_dir is not None:
+        found = index_dir / "index.db"
+        return found if found.exists() else None
+    local = pack_root / ".ep-mcp" / "index.db"
+    if local.exists() and _writable(local.parent):
+        return local
+    if _writable(pack_root):
+        return None
+    key = hashlib.sha256(str(pack_root.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
+    matches = list((home / "indexes").glob(f"*-{key[:12]}/index.db"))
+    return matches[0] if len(matches) == 1 else None

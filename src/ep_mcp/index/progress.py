@@ -8,7 +8,9 @@ from typing import TextIO
 
 
 class Progress:
-    def __init__(self, label: str, total: int, stream: TextIO | None = None, enabled: bool | None = None):
+    def __init__(
+        self, label: str, total: int, stream: TextIO | None = None, enabled: bool | None = None
+    ):
         self.label = label
         self.total = total
         self.done = 0

@@ -17,13 +17,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from ep_mcp.errors import IndexBuildError
+
+if TYPE_CHECKING:  # numpy is imported where vectors are touched: a no-change run never needs it
+    import numpy as np
+    import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +134,8 @@ def sqlite_vec_status() -> tuple[bool, str]:
 
 
 def _blob(vec: npt.NDArray[np.float32]) -> bytes:
+    import numpy as np
+
     return np.ascontiguousarray(vec, dtype="<f4").tobytes()
 
 
@@ -151,7 +155,7 @@ class Store:
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-            self._conn = apsw.Connection(str(path), flags=flags)
+            self._conn: Any = apsw.Connection(str(path), flags=flags)  # rows are loosely typed
         except (apsw.Error, OSError) as exc:
             raise IndexBuildError(f"cannot open index {path}: {exc} — check the folder") from exc
         self._conn.setbusytimeout(5000)
@@ -192,6 +196,8 @@ class Store:
             return "sqlite-vec"
         if wanted == "sqlite-vec":
             logger.warning("sqlite-vec did not load (%s) — using the exact numpy scan", detail)
+        else:
+            logger.info("sqlite-vec is not available (%s) — using the exact numpy scan", detail)
         return "numpy"
 
     @contextmanager
@@ -229,11 +235,14 @@ class Store:
             "files": one("SELECT count(*) FROM files"),
             "chunks": one("SELECT count(*) FROM chunks"),
             "vectors": one("SELECT count(*) FROM vectors"),
+            "cached": one("SELECT count(*) FROM embed_cache"),
         }
 
     # -- embedding cache ---------------------------------------------------------------------
 
     def cached_vectors(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        import numpy as np
+
         found: dict[str, npt.NDArray[np.float32]] = {}
         for start in range(0, len(keys), 500):
             batch = keys[start : start + 500]
@@ -265,8 +274,10 @@ class Store:
                 self._conn.execute("DELETE FROM chunks_fts WHERE rowid=?", (cid,))
                 if self._has_vec0():
                     self._conn.execute("DELETE FROM chunks_vec WHERE chunk_id=?", (cid,))
-            self._conn.execute("DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks "
-                               "WHERE path=?)", (path,))
+            self._conn.execute(
+                "DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE path=?)",
+                (path,),
+            )
             self._conn.execute("DELETE FROM chunks WHERE path=?", (path,))
             self._conn.execute("DELETE FROM files WHERE path=?", (path,))
 
@@ -277,17 +288,37 @@ class Store:
         self._conn.execute(
             "INSERT INTO files(path, file_hash, sidecar_hash, content_hash, title, type, tags, "
             "doc_id, info) VALUES(?,?,?,?,?,?,?,?,?)",
-            (rec.path, rec.file_hash, rec.sidecar_hash, rec.content_hash, rec.title, rec.type,
-             json.dumps(list(rec.tags)), rec.doc_id, json.dumps(rec.info, default=str)),
+            (
+                rec.path,
+                rec.file_hash,
+                rec.sidecar_hash,
+                rec.content_hash,
+                rec.title,
+                rec.type,
+                json.dumps(list(rec.tags)),
+                rec.doc_id,
+                json.dumps(rec.info, default=str),
+            ),
         )
         for i, ch in enumerate(item.chunks):
             cursor = self._conn.execute(
                 "INSERT INTO chunks(path, chunk_index, heading_path, line_start, line_end, "
                 "byte_start, byte_end, text, context_prefix, span_hash, section, tokens) "
                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-                (ch.path, ch.chunk_index, json.dumps(list(ch.heading_path)), ch.line_range[0],
-                 ch.line_range[1], ch.byte_range[0], ch.byte_range[1], ch.text,
-                 ch.context_prefix, ch.span_hash, ch.section, ch.tokens),
+                (
+                    ch.path,
+                    ch.chunk_index,
+                    json.dumps(list(ch.heading_path)),
+                    ch.line_range[0],
+                    ch.line_range[1],
+                    ch.byte_range[0],
+                    ch.byte_range[1],
+                    ch.text,
+                    ch.context_prefix,
+                    ch.span_hash,
+                    ch.section,
+                    ch.tokens,
+                ),
             )
             cid = int(cursor.fetchall()[0][0])
             lexical_text = f"{ch.context_prefix}\n\n{ch.text}" if ch.context_prefix else ch.text
@@ -314,9 +345,7 @@ class Store:
     # -- sqlite-vec mirror -------------------------------------------------------------------
 
     def _has_vec0(self) -> bool:
-        rows = self._conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name='chunks_vec'"
-        ).fetchall()
+        rows = self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchall()
         return bool(rows)
 
     def _ensure_vec0(self, dim: int) -> None:
@@ -377,6 +406,8 @@ class Store:
     # -- vectors -----------------------------------------------------------------------------
 
     def _load_matrix(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        import numpy as np
+
         gen = int(self.get_meta("generation") or "0")
         if self._matrix is None or self._matrix[0] != gen:
             rows = self._conn.execute("SELECT chunk_id, vec FROM vectors ORDER BY chunk_id")
@@ -398,6 +429,8 @@ class Store:
 
     def vector_top(self, query: npt.NDArray[np.float32], n: int) -> list[tuple[int, float]]:
         """Nearest chunks by cosine similarity, best first, as (chunk_id, similarity)."""
+        import numpy as np
+
         with self._lock:
             if self.vector_engine == "sqlite-vec" and self._has_vec0():
                 rows = self._conn.execute(
@@ -421,6 +454,8 @@ class Store:
         return [(int(ids[i]), float(sims[i])) for i in top]
 
     def vectors_for(self, chunk_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        import numpy as np
+
         with self._lock:
             ids, mat = self._load_matrix()
         if len(ids) == 0:
@@ -442,12 +477,44 @@ class Store:
 
     @staticmethod
     def _row(row: Sequence[Any]) -> StoredChunk:
-        (cid, path, idx, hp, ls, le, bs, be, text, prefix, span, section, tokens,
-         fh, sh, ch, title, typ, tags, doc_id, info) = row
-        file = FileRecord(path, fh, sh, ch, title, typ, tuple(json.loads(tags)), doc_id,
-                          json.loads(info))
-        chunk = ChunkRecord(path, idx, tuple(json.loads(hp)), (ls, le), (bs, be), text, prefix,
-                            span, section, tokens)
+        (
+            cid,
+            path,
+            idx,
+            hp,
+            ls,
+            le,
+            bs,
+            be,
+            text,
+            prefix,
+            span,
+            section,
+            tokens,
+            fh,
+            sh,
+            ch,
+            title,
+            typ,
+            tags,
+            doc_id,
+            info,
+        ) = row
+        file = FileRecord(
+            path, fh, sh, ch, title, typ, tuple(json.loads(tags)), doc_id, json.loads(info)
+        )
+        chunk = ChunkRecord(
+            path,
+            idx,
+            tuple(json.loads(hp)),
+            (ls, le),
+            (bs, be),
+            text,
+            prefix,
+            span,
+            section,
+            tokens,
+        )
         return StoredChunk(int(cid), chunk, file)
 
     def chunks_by_ids(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
@@ -455,8 +522,10 @@ class Store:
         for start in range(0, len(chunk_ids), 500):
             batch = tuple(chunk_ids[start : start + 500])
             marks = ",".join("?" * len(batch))
-            sql = (f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
-                   f"WHERE c.id IN ({marks})")
+            sql = (
+                f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
+                f"WHERE c.id IN ({marks})"
+            )
             with self._lock:
                 rows = self._conn.execute(sql, batch).fetchall()
             for row in rows:
@@ -465,8 +534,10 @@ class Store:
         return out
 
     def chunks_for_path(self, path: str) -> list[StoredChunk]:
-        sql = (f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
-               "WHERE c.path = ? ORDER BY c.chunk_index")
+        sql = (
+            f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
+            "WHERE c.path = ? ORDER BY c.chunk_index"
+        )
         with self._lock:
             return [self._row(r) for r in self._conn.execute(sql, (path,)).fetchall()]
 
@@ -488,5 +559,9 @@ class Store:
                 "SELECT path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id, "
                 "info FROM files ORDER BY path"
             ).fetchall()
-        return [FileRecord(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7],
-                           json.loads(r[8])) for r in rows]
+        return [
+            FileRecord(
+                r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], json.loads(r[8])
+            )
+            for r in rows
+        ]

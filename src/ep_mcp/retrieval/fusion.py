@@ -7,13 +7,45 @@ from collections.abc import Mapping, Sequence
 Ranked = Sequence[tuple[int, float]]  # (item id, score), best first
 
 
-def fuse_rrf(lists: Mapping[str, Ranked], k: int = 60,
-             weights: Mapping[str, float] | None = None) -> list[tuple[int, float]]:
+def _first_seen(lists: Mapping[str, Ranked]) -> dict[int, int]:
+    order: dict[int, int] = {}
+    for ranked in lists.values():
+        for item, _ in ranked:
+            order.setdefault(item, len(order))
+    return order
+
+
+def fuse_rrf(
+    lists: Mapping[str, Ranked], k: int = 60, weights: Mapping[str, float] | None = None
+) -> list[tuple[int, float]]:
     """Σ w / (k + rank) over the lists an item appears in; ties keep first-seen order."""
     scores: dict[int, float] = {}
     for name, ranked in lists.items():
         w = 1.0 if weights is None else weights.get(name, 1.0)
         for rank, (item, _) in enumerate(ranked, start=1):
             scores[item] = scores.get(item, 0.0) + w / (k + rank)
-    order = {item: i for i, item in enumerate(scores)}
+    order = _first_seen(lists)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+def normalise(ranked: Ranked) -> dict[int, float]:
+    """Min-max to [0, 1] within one list (a single item or a flat list scores 1)."""
+    if not ranked:
+        return {}
+    values = [s for _, s in ranked]
+    lo, hi = min(values), max(values)
+    span = hi - lo
+    return {item: (s - lo) / span if span > 0 else 1.0 for item, s in ranked}
+
+
+def fuse_weighted(
+    lists: Mapping[str, Ranked], weights: Mapping[str, float]
+) -> list[tuple[int, float]]:
+    """Σ w · minmax(score) over the lists an item appears in; ties keep first-seen order."""
+    scores: dict[int, float] = {}
+    for name, ranked in lists.items():
+        w = weights.get(name, 1.0)
+        for item, s in normalise(ranked).items():
+            scores[item] = scores.get(item, 0.0) + w * s
+    order = _first_seen(lists)
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))

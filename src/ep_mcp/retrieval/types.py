@@ -15,6 +15,9 @@ class SearchRequest:
     reconstruct: bool = False
     vector: tuple[float, ...] | None = None  # caller-supplied query embedding
     explain: bool = False
+    type_hint: str | None = None  # boost, not filter
+    tag_hints: tuple[str, ...] = ()  # boost per shared tag
+    legs: str = "both"  # both | lexical | vector (benchmarks: one leg alone)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ adapter renders its own way (MCP `isError`, HTTP error envelope, CLI exit 1).
 
 from __future__ import annotations
 
+import importlib
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,19 +83,21 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
 
 
 _loaded = False
+_load_lock = threading.Lock()
 
 
 def _load_builtins() -> None:
-    """Import the modules that register the built-in tools (once)."""
+    """Import the modules that register the built-in tools (once, even under concurrency)."""
     global _loaded
     if _loaded:
         return
-    _loaded = True
-    import importlib
-
-    for module in ("ep_mcp.tools.pack_tools", "ep_mcp.tools.skill_tools"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    with _load_lock:
+        if _loaded:
+            return
+        for module in ("ep_mcp.tools.pack_tools", "ep_mcp.tools.skill_tools"):
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if exc.name != module:
+                    raise
+        _loaded = True

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy stays unimported until vectors are made (fast `ep-mcp index` no-op)
+    import numpy as np
+    import numpy.typing as npt
 
-Matrix = npt.NDArray[np.float32]
+Matrix: TypeAlias = "npt.NDArray[np.float32]"
 
 
 @dataclass(frozen=True)

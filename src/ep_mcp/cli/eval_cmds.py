@@ -1,0 +1,196 @@
+"""`ep-mcp eval` (golden sets) and `ep-mcp bench beir|query` (quality and latency)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from ep_mcp.cli.app import (
+    bench,
+    config_option,
+    emit_json,
+    fail_cleanly,
+    json_option,
+    main,
+    provider_option,
+    resolve_settings,
+)
+from ep_mcp.config import Settings
+
+work_option = click.option(
+    "--work",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for cached indexes (default: under EP_MCP_HOME).",
+)
+
+
+def _settings(config: Path | None, provider: str | None) -> tuple[Settings, Path]:
+    settings = resolve_settings(config, provider=provider)
+    assert settings.home is not None
+    return settings, settings.home
+
+
+@main.command("eval")
+@click.option(
+    "--golden",
+    "golden",
+    required=True,
+    type=click.Path(path_type=Path, exists=True),
+    help="A golden-set YAML file or a folder of them (SPEC §10).",
+)
+@click.option(
+    "--packs-root",
+    "roots",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Folder holding the packs named by `pack:` (repeatable).",
+)
+@click.option("-k", "k", type=click.IntRange(1, 50), default=10, show_default=True)
+@config_option
+@provider_option
+@work_option
+@json_option
+@fail_cleanly
+def eval_cmd(
+    golden: Path,
+    roots: tuple[Path, ...],
+    k: int,
+    config: Path | None,
+    provider: str | None,
+    work: Path | None,
+    as_json: bool,
+) -> None:
+    """Run golden sets: recall@1/3/5, MRR, must_not violations, negatives answered empty."""
+    from ep_mcp.eval.golden import load_golden, load_golden_dir, render_table
+    from ep_mcp.eval.run import evaluate_golden
+
+    settings, home = _settings(config, provider)
+    sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
+    reports = evaluate_golden(sets, list(roots), settings, os.environ, work or home / "eval", k=k)
+    if as_json:
+        emit_json([r.to_dict() for r in reports])
+        return
+    click.echo(render_table(reports))
+    for rep in reports:
+        for miss in rep.to_dict()["misses"]:
+            click.echo(
+                f"  {rep.pack} {miss['id']} [{miss['category']}] rank {miss['rank']}: "
+                f"{miss['query']!r} → {', '.join(miss['got'][:3]) or 'nothing'}",
+                err=True,
+            )
+
+
+@bench.command("beir")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--split", default="test", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "lexical", "dense"]),
+    default="hybrid",
+    show_default=True,
+    help="Both legs, the lexical pipeline alone, or dense alone.",
+)
+@click.option("-k", "k", type=click.IntRange(10, 1000), default=100, show_default=True)
+@config_option
+@provider_option
+@work_option
+@json_option
+@fail_cleanly
+def beir_cmd(
+    folder: Path,
+    split: str,
+    mode: str,
+    k: int,
+    config: Path | None,
+    provider: str | None,
+    work: Path | None,
+    as_json: bool,
+) -> None:
+    """nDCG@10, recall@100, p50/p95 latency and index time on a BEIR-layout FOLDER."""
+    from ep_mcp.eval.bench import run_beir
+
+    settings, home = _settings(config, provider)
+    rep = run_beir(
+        folder,
+        settings,
+        os.environ,
+        work or home / "bench" / folder.name,
+        split=split,
+        mode=mode,
+        k=k,
+    )
+    if as_json:
+        emit_json(rep.to_dict())
+        return
+    click.echo(
+        f"{rep.name} {rep.split} ({rep.queries} queries, {rep.docs} docs) mode {rep.mode}: "
+        f"nDCG@10 {rep.ndcg_at_10:.4f}  recall@100 {rep.recall_at_100:.4f}  "
+        f"p50 {rep.p50_ms:.1f} ms  p95 {rep.p95_ms:.1f} ms  index {rep.index_seconds:.1f} s"
+    )
+
+
+@bench.command("query")
+@click.argument("pack", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--golden",
+    "golden",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Take the queries from this golden YAML (default: the pack's titles).",
+)
+@click.option("--repeats", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option(
+    "--synthetic",
+    type=click.IntRange(0, 2_000_000),
+    default=0,
+    help="Also time a synthetic index of this many chunks (e.g. 100000).",
+)
+@config_option
+@provider_option
+@work_option
+@json_option
+@fail_cleanly
+def query_cmd(
+    pack: Path | None,
+    golden: Path | None,
+    repeats: int,
+    synthetic: int,
+    config: Path | None,
+    provider: str | None,
+    work: Path | None,
+    as_json: bool,
+) -> None:
+    """Query latency p50/p95 on PACK: embedding the query, cached, and lexical only."""
+    from ep_mcp.eval.bench import Latency, query_latency, synthetic_latency
+    from ep_mcp.eval.golden import load_golden
+    from ep_mcp.eval.run import open_runtime
+    from ep_mcp.runtime import make_embedder
+
+    settings, home = _settings(config, provider)
+    base = work or home / "bench"
+    rows: list[Latency] = []
+    extra: dict[str, float] = {}
+    if pack is not None:
+        rt = open_runtime(pack, settings, make_embedder(settings, os.environ), base)
+        try:
+            if golden is not None:
+                queries = [q.query for q in load_golden(golden).queries]
+            else:
+                queries = [d.title for d in rt.pack.documents if d.title and not d.navigation]
+            rows += query_latency(rt, queries[:100], repeats=repeats)
+            extra["chunks"] = rt.store.counts()["chunks"]
+        finally:
+            rt.close()
+    if synthetic:
+        row, build = synthetic_latency(base, settings, chunks=synthetic)
+        rows.append(row)
+        extra["synthetic_build_seconds"] = round(build, 1)
+    if as_json:
+        emit_json({"latency": [r.to_dict() for r in rows], **extra})
+        return
+    for r in rows:
+        click.echo(f"{r.label:<44} n={r.queries:<4} p50 {r.p50_ms:7.2f} ms  p95 {r.p95_ms:7.2f} ms")
+    for key, value in extra.items():
+        click.echo(f"{key}: {value}")

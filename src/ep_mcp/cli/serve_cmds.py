@@ -1,0 +1,245 @@
+"""`ep-mcp serve` (stdio or Streamable HTTP) and `ep-mcp bench serve`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ep_mcp.cli.app import (
+    bench,
+    config_option,
+    fail_cleanly,
+    index_dir_option,
+    main,
+    provider_option,
+    resolve_settings,
+)
+from ep_mcp.config import ServerSettings, Settings
+from ep_mcp.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+def example_pack() -> Path:
+    """The ExpertPack bundled with ep-mcp (served when no pack and no config is given)."""
+    from importlib.resources import files
+
+    return Path(str(files("ep_mcp") / "example_pack"))
+
+
+def serve_settings(
+    config: Path | None,
+    packs: tuple[str, ...],
+    *,
+    provider: str | None,
+    index_dir: Path | None,
+    host: str | None,
+    port: int | None,
+) -> tuple[Settings, bool]:
+    """Settings for serving, and whether the bundled example pack is served (zero-config)."""
+    zero = not packs and config is None
+    chosen = (str(example_pack()),) if zero else packs
+    settings = resolve_settings(config, chosen, provider=provider, index_dir=index_dir)
+    if not settings.packs:
+        raise ConfigError("no packs to serve — pass pack folders or a config with `packs:`")
+    overrides: dict[str, Any] = {}
+    if host is not None:
+        overrides["host"] = host
+    if port is not None:
+        if not 0 < port < 65536:
+            raise ConfigError(f"--port must be 1..65535 — got {port}")
+        overrides["port"] = port
+    if overrides:
+        settings = dataclasses.replace(
+            settings, server=dataclasses.replace(settings.server, **overrides)
+        )
+    return settings, zero
+
+
+def open_hub(settings: Settings, env: Mapping[str, str]) -> Any | None:
+    """The skills hub when taps are configured or present; None otherwise (or on failure)."""
+    home = settings.home
+    taps_dir = home / "taps" if home else None
+    has_taps = bool(settings.skills.taps) or bool(
+        taps_dir and taps_dir.is_dir() and any(taps_dir.iterdir())
+    )
+    if not has_taps:
+        return None
+    try:
+        from ep_mcp.skills.hub import SkillHub
+    except ImportError:
+        return None
+    try:
+        return SkillHub(settings, env)
+    except Exception as exc:  # the hub is optional: serve the packs without it
+        logger.warning("skills hub not available (%s) — serving packs only", exc)
+        return None
+
+
+def build_serve_context(settings: Settings, env: Mapping[str, str]) -> tuple[Any, Any]:
+    """Open the library (indexes built with progress on stderr), the hub, keys, query log."""
+    from ep_mcp.runtime import open_library
+    from ep_mcp.serve.auth import KeyRing
+    from ep_mcp.serve.mcp_server import ServeContext
+    from ep_mcp.serve.querylog import QueryLog
+    from ep_mcp.tools.registry import tools
+
+    tools()  # load the built-in tools now, before worker threads race to do it
+    assert settings.home is not None
+    library = open_library(settings, env, settings.home, show_progress=None)
+    for rt in library:
+        for warning in rt.pack.warnings:
+            logger.warning("%s: %s", rt.slug, warning)
+    keys = {rt.slug: rt.config.api_keys for rt in library}
+    ring = KeyRing.build(keys, env)
+    log_path = settings.server.query_log_path
+    serve = ServeContext(
+        library=library,
+        hub=open_hub(settings, env),
+        query_log=QueryLog(log_path) if log_path else None,
+        keyed=ring.keyed,
+    )
+    return serve, ring
+
+
+def run_stdio(serve: Any, watch: bool) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from ep_mcp.serve.mcp_server import build_server
+    from ep_mcp.serve.watch import watching
+
+    server = build_server(serve)
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    with watching(serve.library, watch):
+        anyio.run(run)
+
+
+def run_http(serve: Any, ring: Any, server_settings: ServerSettings, watch: bool) -> None:
+    import contextlib
+
+    import uvicorn
+
+    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.watch import watching
+
+    @contextlib.asynccontextmanager
+    async def background() -> Any:
+        with watching(serve.library, watch):
+            yield
+
+    app = create_app(serve, server_settings, ring, background=background)
+    level = server_settings.log_level.lower()
+    click.echo(
+        f"ep-mcp: serving {', '.join(serve.library.slugs())} on "
+        f"http://{server_settings.host}:{server_settings.port} "
+        f"(MCP at /mcp and /packs/{{slug}}/mcp, search at /search)",
+        err=True,
+    )
+    uvicorn.run(
+        app,
+        host=server_settings.host,
+        port=server_settings.port,
+        log_level=level,
+        access_log=level == "debug",
+        server_header=False,
+    )
+
+
+@main.command("serve")
+@click.argument("packs", nargs=-1, type=click.Path(file_okay=False))
+@config_option
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for desktop clients, http for Streamable HTTP.",
+)
+@click.option("--host", help="HTTP bind address (default: server.host, 127.0.0.1).")
+@click.option("--port", type=int, help="HTTP port (default: server.port, 8000).")
+@click.option(
+    "--watch/--no-watch",
+    default=None,
+    help="Re-index packs when their files change (default: on, except for the "
+    "bundled example pack).",
+)
+@provider_option
+@index_dir_option
+@fail_cleanly
+def serve_cmd(
+    packs: tuple[str, ...],
+    config: Path | None,
+    transport: str,
+    host: str | None,
+    port: int | None,
+    watch: bool | None,
+    provider: str | None,
+    index_dir: Path | None,
+) -> None:
+    """Serve PACK folders (or the packs of --config) over MCP and HTTP.
+
+    With no PACK and no --config, the bundled example pack (ep-mcp's own docs) is served.
+    """
+    settings, zero = serve_settings(
+        config, packs, provider=provider, index_dir=index_dir, host=host, port=port
+    )
+    if settings.server.log_level.upper() == "DEBUG":
+        logging.getLogger("ep_mcp").setLevel(logging.DEBUG)
+    watching = settings.server.watch and not zero if watch is None else watch
+    serve, ring = build_serve_context(settings, os.environ)
+    try:
+        if transport == "stdio":
+            run_stdio(serve, watching)
+        else:
+            run_http(serve, ring, settings.server, watching)
+    finally:
+        serve.library.close()
+
+
+@bench.command("serve")
+@click.argument("packs", nargs=-1, type=click.Path(file_okay=False))
+@click.option("--clients", type=click.IntRange(1, 256), default=32, show_default=True)
+@click.option(
+    "--seconds",
+    type=click.FloatRange(1, 600),
+    default=30.0,
+    show_default=True,
+    help="Duration of each phase (/search, then MCP ep_search).",
+)
+@click.option("--short", is_flag=True, help="5-second phases (a quick smoke run).")
+@provider_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+@fail_cleanly
+def bench_serve_cmd(
+    packs: tuple[str, ...],
+    clients: int,
+    seconds: float,
+    short: bool,
+    provider: str | None,
+    as_json: bool,
+) -> None:
+    """Loopback load test: N concurrent clients on /search and on MCP ep_search."""
+    from ep_mcp.cli.app import emit_json
+    from ep_mcp.serve.bench import render, run_bench
+
+    report = run_bench(
+        [Path(p) for p in packs] or [example_pack()],
+        clients=clients,
+        seconds=5.0 if short else seconds,
+        provider=provider or "hashing",
+    )
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(render(report))

@@ -1,0 +1,312 @@
+"""Skills-hub commands: tap, untap, taps, update, reindex, `skills …` and `bench skills`.
+
+The `skills` subcommands call the registry's tools (as the MCP server does), so the CLI and MCP
+answer the same thing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import textwrap
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ep_mcp.cli.app import (
+    bench,
+    config_option,
+    emit_json,
+    fail_cleanly,
+    json_option,
+    main,
+    resolve_settings,
+)
+from ep_mcp.skills.hub import SkillHub
+from ep_mcp.tools.registry import ToolContext, call_tool
+
+
+@contextmanager
+def open_hub(config: Path | None) -> Iterator[SkillHub]:
+    settings = resolve_settings(config)
+    hub = SkillHub(settings, os.environ)
+    try:
+        yield hub
+    finally:
+        hub.close()
+
+
+def _reindex_line(report: Mapping[str, Any]) -> str:
+    mode = "lexical + vectors" if report.get("dense") else "lexical"
+    line = f"reindex ({mode}): {report['reindexed']} reindexed, {report['reused']} reused"
+    for err in report.get("errors", []):
+        line += f"\nwarning: {err['tap']}: {err['error']}"
+    return line
+
+
+@main.command("tap")
+@click.argument("source")
+@click.option(
+    "--allow-file", is_flag=True, help="Allow cloning a local repository (path or file:// URL)."
+)
+@config_option
+@json_option
+@fail_cleanly
+def tap_cmd(source: str, allow_file: bool, config: Path | None, as_json: bool) -> None:
+    """Clone a skills repository (https URL, git@host:owner/repo, owner/repo) and index it."""
+    with open_hub(config) as hub:
+        report = hub.tap(source, allow_file=allow_file)
+    if as_json:
+        emit_json(report)
+        return
+    skills = sum(t["skills"] for t in report["taps"])
+    click.echo(f"tapped {report['tap']} ({skills} skills) → {report['path']}")
+
+
+@main.command("untap")
+@click.argument("name")
+@config_option
+@fail_cleanly
+def untap_cmd(name: str, config: Path | None) -> None:
+    """Remove a tap (its clone and its index)."""
+    with open_hub(config) as hub:
+        click.echo(f"untapped {hub.untap(name)['untapped']}")
+
+
+@main.command("taps")
+@config_option
+@json_option
+@fail_cleanly
+def taps_cmd(config: Path | None, as_json: bool) -> None:
+    """List taps with their commit, skill count and when they were last indexed."""
+    with open_hub(config) as hub:
+        rows = hub.list_taps()
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no taps — add one with `ep-mcp tap owner/repo`")
+    for r in rows:
+        commit = str(r.get("commit", "?"))[:12]
+        indexed = r.get("indexed_at") or "never (run `ep-mcp reindex`)"
+        flags = " [stale: run `ep-mcp reindex`]" if r.get("stale") else ""
+        flags += " [vectors]" if r.get("dense") else ""
+        click.echo(
+            f"{r['tap']:<32} {commit:<12} {r.get('skills') or 0:>5} skills  "
+            f"indexed {indexed}{flags}"
+        )
+        if r.get("error"):
+            click.echo(f"    error: {r['error']}")
+
+
+@main.command("update")
+@click.argument("names", nargs=-1)
+@config_option
+@json_option
+@fail_cleanly
+def update_cmd(names: tuple[str, ...], config: Path | None, as_json: bool) -> None:
+    """Fetch and fast-forward taps (all, or NAMES), then reindex the ones that changed."""
+    with open_hub(config) as hub:
+        report = hub.update(names)
+    if as_json:
+        emit_json(report)
+        return
+    for u in report["updated"]:
+        if u["error"]:
+            click.echo(f"{u['tap']}: failed — {u['error']}", err=True)
+        elif u["changed"]:
+            click.echo(f"{u['tap']}: {str(u['old'] or 'new')[:12]} → {str(u['new'])[:12]}")
+        else:
+            click.echo(f"{u['tap']}: up to date")
+    click.echo(f"{report['changed']} changed · " + _reindex_line(report))
+
+
+@main.command("reindex")
+@click.option(
+    "--dense/--lexical",
+    default=None,
+    help="Add embeddings (remembered), or go back to the lexical index only.",
+)
+@click.option("--force", is_flag=True, help="Rebuild every tap, even unchanged ones.")
+@config_option
+@json_option
+@fail_cleanly
+def reindex_cmd(dense: bool | None, force: bool, config: Path | None, as_json: bool) -> None:
+    """Index every tap; taps whose git commit did not change are reused."""
+    with open_hub(config) as hub:
+        report = hub.reindex(dense=dense, force=force)
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(_reindex_line(report))
+
+
+@main.group("skills")
+def skills_group() -> None:
+    """Search, list, inspect and discover skills (the same tools the MCP server offers)."""
+
+
+def _call(config: Path | None, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    with open_hub(config) as hub:
+        return call_tool(ToolContext(library=None, hub=hub), name, args)
+
+
+@skills_group.command("search")
+@click.argument("query")
+@click.option("-n", "--limit", type=click.IntRange(1, 50), default=10, show_default=True)
+@click.option("--smart", is_flag=True, default=None, help="LLM rerank of the shortlist.")
+@config_option
+@json_option
+@fail_cleanly
+def search_cmd(
+    query: str, limit: int, smart: bool | None, config: Path | None, as_json: bool
+) -> None:
+    """Find the best skill for QUERY across every tap."""
+    args: dict[str, Any] = {"query": query, "limit": limit}
+    if smart:
+        args["smart"] = True
+    data = _call(config, "skill_search", args)
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(f"{len(data['results'])} skills · ranker {data['ranker']} · {data['took_ms']} ms")
+    for i, r in enumerate(data["results"], start=1):
+        where = " > ".join(r.get("heading_path") or [])
+        lines = r.get("line_range")
+        span = f":{lines[0]}-{lines[1]}" if lines else ""
+        click.echo(
+            f"{i:>2}. {r['id']}  ({r['name']})  {r.get('source_file', r['path'])}{span}  {where}"
+        )
+        click.echo(textwrap.indent(textwrap.fill(r.get("snippet") or r["description"], 96), "    "))
+    for note in data.get("notes", []):
+        click.echo(f"note: {note}", err=True)
+
+
+@skills_group.command("list")
+@config_option
+@json_option
+@fail_cleanly
+def list_cmd(config: Path | None, as_json: bool) -> None:
+    """Every skill of every tap."""
+    data = _call(config, "skill_list", {})
+    if as_json:
+        emit_json(data)
+        return
+    for r in data["skills"]:
+        click.echo(f"{r['id']:<60} {r['description'][:80]}")
+
+
+@skills_group.command("info")
+@click.argument("name")
+@config_option
+@json_option
+@fail_cleanly
+def info_cmd(name: str, config: Path | None, as_json: bool) -> None:
+    """Describe the skill NAME (`tap:name` when several taps have one)."""
+    data = _call(config, "skill_info", {"name": name})
+    if as_json:
+        emit_json(data)
+        return
+    for key in ("id", "name", "tap", "path", "description"):
+        click.echo(f"{key}: {data[key]}")
+    click.echo("files: " + ", ".join(data["files"]))
+
+
+@skills_group.command("read")
+@click.argument("name")
+@click.option("--offset", type=click.IntRange(0), default=0)
+@config_option
+@json_option
+@fail_cleanly
+def read_cmd(name: str, offset: int, config: Path | None, as_json: bool) -> None:
+    """Print the SKILL.md of NAME (bounded; a cut is announced on stderr)."""
+    data = _call(config, "skill_read", {"name": name, "offset": offset})
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(data["text"], nl=False)
+    if data.get("note"):
+        click.echo(data["note"], err=True)
+
+
+@skills_group.command("discover")
+@click.argument("query")
+@click.option("-n", "--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+@config_option
+@json_option
+@fail_cleanly
+def discover_cmd(query: str, limit: int, config: Path | None, as_json: bool) -> None:
+    """Search GitHub for SKILL.md files matching QUERY (needs the `gh` CLI)."""
+    data = _call(config, "skill_discover_github", {"query": query, "limit": limit})
+    if as_json:
+        emit_json(data)
+        return
+    for r in data["results"]:
+        click.echo(f"{r['repository']:<40} {r['path']}   → {r['tap']}")
+
+
+@bench.command("skills")
+@click.option(
+    "--skills-root",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("../shared/skills"),
+    show_default=True,
+)
+@click.option(
+    "--golden",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("tests/golden"),
+    show_default=True,
+)
+@click.option("--modes", default="lexical,dense,hybrid", show_default=True)
+@click.option("--scale/--no-scale", default=False, help="Also run the 20-tap scale check.")
+@click.option("--quality/--no-quality", default=True)
+@click.option(
+    "--work",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Keep repositories and indexes here (default: a temp folder).",
+)
+@config_option
+@json_option
+@fail_cleanly
+def bench_skills_cmd(
+    skills_root: Path,
+    golden: Path,
+    modes: str,
+    scale: bool,
+    quality: bool,
+    work: Path | None,
+    config: Path | None,
+    as_json: bool,
+) -> None:
+    """Hub ranking quality (hit@1/hit@5/MRR per mode) and, with --scale, reindex/search times."""
+    from ep_mcp.skills import bench as hub_bench
+
+    settings = resolve_settings(config)
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="ep-bench-skills-") as tmp:
+        base = work or Path(tmp)
+        if quality:
+            mode_list = [m.strip() for m in modes.split(",") if m.strip()]
+            out["quality"] = hub_bench.quality(
+                skills_root, golden, base / "quality", settings, os.environ, mode_list
+            )
+        if scale:
+            out["scale"] = hub_bench.scale(base / "scale", settings, os.environ)
+    if as_json:
+        emit_json(out)
+        return
+    q = out.get("quality", {})
+    for mode in ("lexical", "dense", "hybrid"):
+        if mode in q:
+            row = q[mode]
+            click.echo(
+                f"{mode:<8} all {row['all']}  name {row['name-shaped']}  "
+                f"problem {row['problem-shaped']}  negatives {row['negatives']}  "
+                f"p50 {row['p50_ms']} ms"
+            )
+    if "scale" in out:
+        click.echo(f"scale: {out['scale']}")

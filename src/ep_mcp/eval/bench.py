@@ -1,0 +1,228 @@
+"""Benchmarks through the real pipeline: BEIR sets, query latency, a synthetic 100k-chunk index."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ep_mcp.config import Settings
+from ep_mcp.eval.beir import BeirReport, evaluate_run, load_beir, materialise, percentile
+from ep_mcp.eval.run import open_runtime
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.store import ChunkRecord, FileRecord, FileWrite, Store
+from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.runtime import PackRuntime, make_embedder
+
+logger = logging.getLogger(__name__)
+
+MODES = {"hybrid": "both", "lexical": "lexical", "dense": "vector"}
+
+
+def run_beir(
+    folder: Path,
+    settings: Settings,
+    env: Mapping[str, str],
+    work: Path,
+    *,
+    split: str = "test",
+    mode: str = "hybrid",
+    k: int = 100,
+    embedder: Embedder | str | None = "auto",
+) -> BeirReport:
+    """Index the corpus (cached in ``work``) and answer every query of ``split``."""
+    data = load_beir(folder, split)
+    mapping = materialise(data, work / "docs")
+    emb = make_embedder(settings, env) if embedder == "auto" else embedder
+    rt = open_runtime(
+        work / "docs",
+        settings,
+        None if isinstance(emb, str) else emb,
+        work,
+        kind="markdown",
+        slug=data.name,
+        build=False,
+    )
+    report = rt.index(show_progress=None)
+    record = work / "index-seconds.txt"  # the time of the last real build (reruns reuse it)
+    if report.changed or report.rebuilt or not record.exists():
+        record.write_text(f"{report.seconds:.2f}\n", encoding="utf-8")
+    try:
+        legs = MODES[mode]
+
+        def answer(query: str) -> list[str]:
+            result = rt.search(SearchRequest(query=query, k=k, legs=legs))
+            return [mapping.get(h.source_file, h.source_file) for h in result.hits]
+
+        ndcg, recall, took = evaluate_run(data, answer)
+    finally:
+        rt.close()
+    return BeirReport(
+        name=data.name,
+        split=split,
+        mode=mode,
+        queries=len(data.queries),
+        ndcg_at_10=ndcg,
+        recall_at_100=recall,
+        p50_ms=percentile(took, 50),
+        p95_ms=percentile(took, 95),
+        index_seconds=float(record.read_text(encoding="utf-8")),
+        docs=len(data.corpus),
+    )
+
+
+@dataclass(frozen=True)
+class Latency:
+    label: str
+    queries: int
+    p50_ms: float
+    p95_ms: float
+    mean_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in vars(self).items()}
+
+
+def latency(label: str, samples: Sequence[float]) -> Latency:
+    return Latency(
+        label,
+        len(samples),
+        percentile(samples, 50),
+        percentile(samples, 95),
+        statistics.fmean(samples) if samples else 0.0,
+    )
+
+
+def query_latency(
+    rt: PackRuntime, queries: Sequence[str], *, k: int = 10, repeats: int = 3
+) -> list[Latency]:
+    """p50/p95 of whole searches: embedding each query, then with its embedding cached."""
+    from ep_mcp.index.embed.cache import QueryEmbeddingCache
+
+    emb = rt.embedder
+    base = emb.embedder if isinstance(emb, QueryEmbeddingCache) else emb
+    settings = rt.settings.retrieval
+    out = []
+    for q in queries[:3]:  # warm the model, the matrix and SQLite's pages
+        rt.search(SearchRequest(q, k=k))
+    if base is not None:
+        cold = []
+        for _ in range(repeats):
+            for q in queries:
+                t = time.perf_counter()
+                engine.search(
+                    rt.store,
+                    rt.slug,
+                    SearchRequest(q, k=k),
+                    settings,
+                    base.embed_query,
+                    view=rt.view,
+                )
+                cold.append((time.perf_counter() - t) * 1000)
+        out.append(latency("embedding the query", cold))
+        cache = QueryEmbeddingCache(base)
+        vectors = {q: cache.embed_query(q) for q in queries}
+        warm = []
+        for _ in range(repeats):
+            for q in queries:
+                t = time.perf_counter()
+                engine.search(
+                    rt.store,
+                    rt.slug,
+                    SearchRequest(q, k=k),
+                    settings,
+                    cache.embed_query,
+                    view=rt.view,
+                )
+                warm.append((time.perf_counter() - t) * 1000)
+        del vectors
+        out.append(latency("cached query embedding", warm))
+    lexical = []
+    for _ in range(repeats):
+        for q in queries:
+            t = time.perf_counter()
+            engine.search(rt.store, rt.slug, SearchRequest(q, k=k), settings, None, view=rt.view)
+            lexical.append((time.perf_counter() - t) * 1000)
+    out.append(latency("lexical mode (no vectors)", lexical))
+    return out
+
+
+_VOCAB = tuple(hashlib.sha1(str(i).encode()).hexdigest()[: 4 + i % 6] for i in range(20000))
+
+
+def synthetic_store(
+    path: Path, chunks: int, *, dim: int = 384, seed: int = 7, per_file: int = 10
+) -> Store:
+    """An index of ``chunks`` random unit vectors and synthetic texts, written directly."""
+    rng = np.random.default_rng(seed)
+    store = Store(path, vector_engine="auto")
+    if store.counts()["chunks"] == chunks:
+        return store
+    with store.transaction():
+        store.clear()
+        for f in range(0, chunks, per_file):
+            n = min(per_file, chunks - f)
+            vecs = rng.normal(size=(n, dim)).astype(np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            words = rng.zipf(1.3, size=(n, 60)) % len(_VOCAB)
+            fpath = f"doc{f // per_file:06d}.md"
+            recs = []
+            for i in range(n):
+                text = " ".join(_VOCAB[w] for w in words[i])
+                recs.append(
+                    ChunkRecord(
+                        fpath,
+                        i,
+                        (f"Doc {f}",),
+                        (i * 3 + 1, i * 3 + 3),
+                        (i * 400, i * 400 + len(text)),
+                        text,
+                        "",
+                        hashlib.sha256(text.encode()).hexdigest(),
+                        None,
+                        80,
+                    )
+                )
+            rec = FileRecord(fpath, "x", None, "sha256:x", f"Doc {f}", "", (), None, {})
+            store.write_file(FileWrite(rec, tuple(recs), vecs))
+        store.finish_build({"synthetic": chunks, "dimension": dim})
+    return store
+
+
+def synthetic_latency(
+    work: Path, settings: Settings, *, chunks: int = 100_000, queries: int = 50, k: int = 10
+) -> tuple[Latency, float]:
+    """Latency of hybrid searches with caller-supplied query vectors on a synthetic index."""
+    started = time.perf_counter()
+    store = synthetic_store(work / f"synthetic-{chunks}" / "index.db", chunks)
+    build = time.perf_counter() - started
+    rng = np.random.default_rng(11)
+    samples = []
+    try:
+        for i in range(queries + 3):
+            vec = rng.normal(size=384).astype(np.float32)
+            vec /= np.linalg.norm(vec)
+            words = " ".join(_VOCAB[int(w) % len(_VOCAB)] for w in rng.zipf(1.3, size=4))
+            req = SearchRequest(words, k=k, vector=tuple(float(x) for x in vec))
+            t = time.perf_counter()
+            engine.search(store, "synthetic", req, settings.retrieval, None)
+            if i >= 3:
+                samples.append((time.perf_counter() - t) * 1000)
+    finally:
+        store.close()
+    return latency(f"synthetic {chunks:,} chunks ({store.vector_engine})", samples), build
+
+
+def settings_for(settings: Settings, **retrieval: Any) -> Settings:
+    return dataclasses.replace(
+        settings, retrieval=dataclasses.replace(settings.retrieval, **retrieval)
+    )

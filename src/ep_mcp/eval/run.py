@@ -1,0 +1,73 @@
+"""Running evaluations through the real runtime: open (and cache) each pack's index, ask, score."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ep_mcp.config import PackSettings, Settings
+from ep_mcp.eval.golden import GoldenSet, PackReport, find_pack, run_set
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.runtime import PackRuntime, make_embedder, with_eval_today
+
+logger = logging.getLogger(__name__)
+
+
+def open_runtime(
+    folder: Path,
+    settings: Settings,
+    embedder: Embedder | None,
+    work: Path,
+    *,
+    kind: str | None = None,
+    slug: str | None = None,
+    build: bool = True,
+) -> PackRuntime:
+    """A runtime for ``folder`` whose index lives in ``work/<folder name>`` (reused next time)."""
+    cfg = PackSettings(
+        path=folder.resolve(), kind=kind, slug=slug, index_dir=work / (slug or folder.name)
+    )
+    rt = PackRuntime(cfg, settings, embedder, work)
+    if build:
+        rt.index(show_progress=False)
+    return rt
+
+
+def evaluate_golden(
+    sets: Sequence[GoldenSet],
+    roots: Sequence[Path],
+    settings: Settings,
+    env: Mapping[str, str],
+    work: Path,
+    *,
+    k: int = 10,
+    embedder: Embedder | str | None = "auto",
+) -> list[PackReport]:
+    """Every golden set against its pack (found under ``roots``), indexes cached in ``work``."""
+    settings = with_eval_today(settings, env)
+    emb = make_embedder(settings, env) if embedder == "auto" else embedder
+    reports = []
+    for golden in sets:
+        folder = find_pack(golden.pack, roots)
+        rt = open_runtime(folder, settings, emb if not isinstance(emb, str) else None, work)
+        try:
+
+            def answer(query: str, rt: PackRuntime = rt) -> list[str]:
+                result = rt.search(SearchRequest(query=query, k=k))
+                return [h.source_file for h in result.hits]
+
+            skills = rt.view.skill_of
+            reports.append(run_set(golden, answer, lambda p, s=skills: s.get(p, p)))
+        finally:
+            rt.close()
+    return reports
+
+
+def with_retrieval(settings: Settings, **changes: object) -> Settings:
+    """Settings with some retrieval constants changed (tuning sweeps)."""
+    return dataclasses.replace(
+        settings, retrieval=dataclasses.replace(settings.retrieval, **changes)
+    )

@@ -1,0 +1,150 @@
+"""`ep-mcp bench index PACK`: how long indexing takes, measured the way users meet it.
+
+Every timing is a fresh `ep-mcp index` process on a private copy of the pack (mtimes kept), with
+its own index folder, so the first build starts with an empty embedding cache:
+
+1. full build — no index, no cache;
+2. no-change re-index — the median of a few runs (and the fastest);
+3. one-file change — one line appended to one file's body, then re-index.
+
+Peak memory is the largest resident set of those child processes (``getrusage`` of children).
+The machine's load average is reported with the numbers: this is a shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ep_mcp.errors import IndexBuildError
+
+EDIT = "\n\nBenchmark edit: one more sentence, appended to the body.\n"
+
+
+def index_command() -> list[str]:
+    """How to start `ep-mcp` from this interpreter (the console script when it is installed)."""
+    script = Path(sys.executable).with_name("ep-mcp")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
+
+
+@dataclass(frozen=True)
+class Run:
+    wall_s: float
+    cpu_s: float  # user + system time of the child: what the run costs without contention
+    report: dict[str, Any]
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(args: Sequence[str], env: Mapping[str, str]) -> Run:
+    cpu = _cpu()
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [*index_command(), *args], env=dict(env), capture_output=True, text=True, timeout=3600
+    )
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise IndexBuildError(
+            f"`ep-mcp {' '.join(args)}` failed ({proc.returncode}): {proc.stderr.strip()[-500:]}"
+        )
+    return Run(elapsed, _cpu() - cpu, dict(json.loads(proc.stdout)))
+
+
+def pick_file(root: Path) -> Path:
+    """A typical content file to edit: the median-sized markdown file outside `_` navigation."""
+    files = sorted(
+        (p for p in root.rglob("*.md") if not p.name.startswith("_") and ".ep-mcp" not in p.parts),
+        key=lambda p: (p.stat().st_size, str(p)),
+    )
+    if not files:
+        raise IndexBuildError(f"no markdown files in {root} — nothing to benchmark")
+    return files[len(files) // 2]
+
+
+def bench_index(
+    pack: Path, *, provider: str | None = None, runs: int = 3, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Measure a full build, a no-change re-index and a one-file change of ``pack``."""
+    env = dict(os.environ if env is None else env)
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="ep-bench-") as tmp:
+        work = Path(tmp)
+        copy = work / "pack"
+        shutil.copytree(pack, copy, symlinks=True, ignore=shutil.ignore_patterns(".ep-mcp"))
+        env["EP_MCP_HOME"] = str(work / "home")
+        args = ["index", str(copy), "--index-dir", str(work / "index"), "--json"]
+        if provider:
+            args += ["--provider", provider]
+
+        full = _run(args, env)
+        peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        quiet = [_run(args, env) for _ in range(max(1, runs))]
+        target = pick_file(copy)
+        target.chmod(target.stat().st_mode | 0o200)  # copies of read-only packs stay read-only
+        with target.open("a", encoding="utf-8") as handle:
+            handle.write(EDIT)
+        one = _run(args, env)
+
+    return {
+        "pack": str(pack),
+        "slug": full.report.get("pack"),
+        "files": full.report.get("files"),
+        "chunks": full.report.get("chunks"),
+        "vector_engine": full.report.get("vector_engine"),
+        "full_build_s": round(full.wall_s, 3),
+        "full_build_cpu_s": round(full.cpu_s, 3),
+        "full_build_in_process_s": round(float(full.report.get("seconds", 0.0)), 3),
+        "full_build_embedded": full.report.get("embedded"),
+        "no_change_s": round(statistics.median(r.wall_s for r in quiet), 3),
+        "no_change_min_s": round(min(r.wall_s for r in quiet), 3),
+        "no_change_cpu_s": round(statistics.median(r.cpu_s for r in quiet), 3),
+        "no_change_runs": len(quiet),
+        "one_file_change_s": round(one.wall_s, 3),
+        "one_file_change_cpu_s": round(one.cpu_s, 3),
+        "one_file_change_in_process_s": round(float(one.report.get("seconds", 0.0)), 3),
+        "one_file_changed_file": str(target.relative_to(copy)),
+        "one_file_embedded": one.report.get("embedded"),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "cpus": os.cpu_count(),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "python": sys.version.split()[0],
+    }
+
+
+def render(result: Mapping[str, Any]) -> str:
+    return "\n".join(
+        [
+            f"{result['slug']}: {result['files']} files, {result['chunks']} chunks "
+            f"({result['vector_engine']})",
+            f"  full build        {result['full_build_s']:>8.2f} s  "
+            f"(cpu {result['full_build_cpu_s']:.2f} s; {result['full_build_embedded']} embedded)",
+            f"  no-change         {result['no_change_s']:>8.3f} s  "
+            f"(cpu {result['no_change_cpu_s']:.3f} s; median of {result['no_change_runs']}, "
+            f"fastest {result['no_change_min_s']:.3f} s)",
+            f"  one-file change   {result['one_file_change_s']:>8.2f} s  "
+            f"(cpu {result['one_file_change_cpu_s']:.2f} s; "
+            f"{result['one_file_embedded']} embedded, "
+            f"{result['one_file_changed_file']})",
+            f"  peak memory       {result['peak_rss_mb']:>8.1f} MB",
+            f"  machine           {result['cpus']} CPUs, load "
+            f"{' '.join(str(x) for x in result['load_average_before'])} before, "
+            f"{' '.join(str(x) for x in result['load_average_after'])} after",
+        ]
+    )

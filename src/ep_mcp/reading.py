@@ -1,0 +1,263 @@
+"""Reading a pack: whole atoms, one section, its neighbours, topics by type, graph walks.
+
+Pure functions over a `Pack` (no index, no disk): a path or id is looked up among the files
+the pack reader listed, so nothing outside the pack can ever be named. The tools call these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ep_mcp.errors import NotFoundError, QueryError
+from ep_mcp.index.chunker import Heading, find_headings
+from ep_mcp.packs.models import Document, Pack
+from ep_mcp.packs.references import resolve_reference
+
+MAX_PATH_CHARS = 1024
+_SEPARATORS = re.compile(r"\s*(?:>|\u203a|\u00bb)\s*")  # >, single and double angle quotes
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Section:
+    heading_path: tuple[str, ...]
+    level: int
+    line_range: tuple[int, int]  # 1-based inclusive, raw file lines (heading line first)
+
+
+def find_document(pack: Pack, path: str | None = None, doc_id: str | None = None) -> Document:
+    """The document named by pack path or by id; a clear error naming how to find files."""
+    wanted = path if path is not None else doc_id
+    if not wanted or not isinstance(wanted, str) or len(wanted) > MAX_PATH_CHARS:
+        raise QueryError("pass `path` (a pack-relative file path) or `id` (a frontmatter id)")
+    doc = None
+    if path is not None:
+        doc = pack.document(path[2:] if path.startswith("./") else path)
+    else:
+        doc = next((d for d in pack.documents if d.id == doc_id), None)
+        if doc is None and "\x00" not in wanted:
+            resolved = resolve_reference(pack, "", wanted)
+            doc = pack.document(resolved) if resolved else None
+    if doc is None:
+        kind = "file" if path is not None else "id"
+        raise NotFoundError(
+            f"{kind} {_short(wanted)!r} is not in pack '{pack.slug}' — "
+            "list its files with ep_list_topics or find one with ep_search"
+        )
+    return doc
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def sections(doc: Document) -> list[Section]:
+    """Every heading's section: from the heading to the line before the next heading of the
+    same or a higher level (so a section includes its sub-sections)."""
+    headings = find_headings(doc)
+    n_lines = len(doc.text.splitlines())
+    result: list[Section] = []
+    stack: list[Heading] = []
+    for i, h in enumerate(headings):
+        while stack and stack[-1].level >= h.level:
+            stack.pop()
+        stack.append(h)
+        end = n_lines
+        for later in headings[i + 1 :]:
+            if later.level <= h.level:
+                end = later.line - 1
+                break
+        result.append(Section(tuple(s.title for s in stack), h.level, (h.line, max(h.line, end))))
+    return result
+
+
+def _norm(title: str) -> str:
+    return " ".join(title.lower().lstrip("#").split())
+
+
+def find_section(doc: Document, wanted: str) -> tuple[int, list[Section]]:
+    """Index of the section named by a heading ("Ports") or a heading path
+    ("Routing > Setup > Ports"), and the document's sections."""
+    all_sections = sections(doc)
+    parts = [_norm(p) for p in _SEPARATORS.split(wanted.strip()) if p.strip()]
+    if not parts:
+        raise QueryError("`section` is empty — pass a heading or a heading path like 'A > B'")
+    for i, s in enumerate(all_sections):
+        path = [_norm(t) for t in s.heading_path]
+        if path[-len(parts) :] == parts and len(path) >= len(parts):
+            return i, all_sections
+    available = ", ".join(repr(" > ".join(s.heading_path)) for s in all_sections[:30])
+    raise NotFoundError(
+        f"no section {_short(wanted)!r} in {doc.path} — sections: {available or 'none'}"
+    )
+
+
+def _neighbors(all_sections: Sequence[Section], index: int) -> list[Section]:
+    """The sections just before and after ``index`` at the same level and parent."""
+    me = all_sections[index]
+    siblings = [
+        s
+        for s in all_sections
+        if s.level == me.level and s.heading_path[:-1] == me.heading_path[:-1]
+    ]
+    at = siblings.index(me)
+    return [siblings[j] for j in (at - 1, at + 1) if 0 <= j < len(siblings)]
+
+
+def _slugify(text: str) -> str:
+    return _SLUG.sub("-", text.lower()).strip("-") or "top"
+
+
+def _span(doc: Document, line_range: tuple[int, int], reconstruct: bool) -> dict[str, Any]:
+    lines = doc.text.splitlines(keepends=True)
+    first, last = line_range
+    text = "".join(lines[first - 1 : last])
+    out: dict[str, Any] = {"text": text, "line_range": [first, last]}
+    if reconstruct:
+        start = sum(len(line.encode("utf-8")) for line in lines[: first - 1])
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        out["byte_offset"] = [start, start + len(text.encode("utf-8"))]
+        out["span_hash"] = f"sha256:{digest}"
+    return out
+
+
+def _doc_info(doc: Document) -> dict[str, Any]:
+    return {
+        "path": doc.path,
+        "id": doc.id,
+        "title": doc.title,
+        "type": doc.type,
+        "tags": list(doc.tags),
+        "content_hash": doc.content_hash,
+        "verified_at": doc.verified_at,
+        "navigation": doc.navigation,
+        "requires": list(doc.requires),
+    }
+
+
+def read_document(
+    pack: Pack,
+    *,
+    path: str | None = None,
+    doc_id: str | None = None,
+    section: str | None = None,
+    neighbors: bool = False,
+    reconstruct: bool = False,
+) -> dict[str, Any]:
+    """A whole atom (frontmatter included), or one section and optionally its neighbours."""
+    doc = find_document(pack, path, doc_id)
+    out = _doc_info(doc)
+    out["requires_resolved"] = [
+        r for r in (resolve_reference(pack, doc.path, ref) for ref in doc.requires) if r
+    ]
+    n_lines = max(1, len(doc.text.splitlines()))
+    if section is None:
+        out.update(_span(doc, (1, n_lines), reconstruct))
+        out["section"] = None
+        out["sections"] = [" > ".join(s.heading_path) for s in sections(doc)]
+    else:
+        index, all_sections = find_section(doc, section)
+        me = all_sections[index]
+        out.update(_span(doc, me.line_range, reconstruct))
+        out["section"] = list(me.heading_path)
+        if neighbors:
+            out["neighbors"] = [
+                {"heading_path": list(s.heading_path), **_span(doc, s.line_range, reconstruct)}
+                for s in _neighbors(all_sections, index)
+            ]
+    if reconstruct:
+        anchor = _slugify(out["section"][-1]) if out["section"] else "top"
+        out["fragment_id"] = f"{doc.id or doc.path}#{anchor}:{out['span_hash'][7:19]}"
+    return out
+
+
+def list_topics(pack: Pack, doc_type: str | None = None) -> dict[str, Any]:
+    """The pack's files grouped by frontmatter type (navigation files marked)."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for doc in sorted(pack.documents, key=lambda d: d.path):
+        t = doc.type or "untyped"
+        if doc_type is not None and t != doc_type:
+            continue
+        groups[t].append(
+            {"path": doc.path, "title": doc.title, "id": doc.id, "navigation": doc.navigation}
+        )
+    if doc_type is not None and not groups:
+        types = sorted({d.type or "untyped" for d in pack.documents})
+        raise NotFoundError(
+            f"no files of type {doc_type!r} in pack '{pack.slug}' — types: {', '.join(types)}"
+        )
+    topics = [
+        {"type": t, "count": len(items), "files": items} for t, items in sorted(groups.items())
+    ]
+    return {
+        "pack": pack.slug,
+        "name": pack.name,
+        "kind": pack.kind,
+        "files": sum(len(items) for items in groups.values()),
+        "topics": topics,
+    }
+
+
+def _resolve_start(pack: Pack, start: str) -> str:
+    if pack.document(start) is not None:
+        return start
+    resolved = resolve_reference(pack, "", start) if "\x00" not in start else None
+    if resolved is None:
+        raise NotFoundError(
+            f"{_short(start)!r} is neither a file nor a node id of pack '{pack.slug}' — "
+            "list files with ep_list_topics"
+        )
+    return resolved
+
+
+def traverse(
+    pack: Pack, start: str, depth: int = 1, edge_kinds: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """Breadth-first walk over the pack's link graph from a file or node id, both directions,
+    each node once (cycles are safe), up to ``depth`` hops."""
+    kinds = set(edge_kinds or ())
+
+    def wanted(kind: str) -> bool:
+        return not kinds or kind in kinds or kind.removeprefix("graph:") in kinds
+
+    out_edges: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    in_edges: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for e in pack.edges:
+        if wanted(e.kind):
+            out_edges[e.source].append((e.target, e.kind))
+            in_edges[e.target].append((e.source, e.kind))
+    origin = _resolve_start(pack, start)
+    seen = {origin: 0}
+    queue: deque[str] = deque([origin])
+    edges: list[dict[str, Any]] = []
+    while queue:
+        node = queue.popleft()
+        if seen[node] >= depth:
+            continue
+        for target, kind, outgoing in [(t, k, True) for t, k in out_edges[node]] + [
+            (s, k, False) for s, k in in_edges[node]
+        ]:
+            src, dst = (node, target) if outgoing else (target, node)
+            edges.append({"source": src, "target": dst, "kind": kind})
+            if target not in seen:
+                seen[target] = seen[node] + 1
+                queue.append(target)
+    unique = list({(e["source"], e["target"], e["kind"]): e for e in edges}.values())
+    nodes = []
+    for path, hops in sorted(seen.items(), key=lambda item: (item[1], item[0])):
+        doc = pack.document(path)
+        nodes.append(
+            {
+                "path": path,
+                "id": doc.id if doc else None,
+                "title": doc.title if doc else path,
+                "type": doc.type if doc else "",
+                "depth": hops,
+            }
+        )
+    return {"pack": pack.slug, "start": origin, "depth": depth, "nodes": nodes, "edges": unique}

@@ -1,0 +1,41 @@
+"""The record every stage passes along: one candidate chunk, its scores and how it got there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A chunk in the running. Stages return new lists of new candidates; nothing mutates."""
+
+    chunk_id: int
+    path: str
+    score: float = 0.0  # the current ranking score
+    lexical_rank: int | None = None  # 1-based rank in the lexical leg
+    lexical_score: float | None = None  # BM25 (higher is better)
+    vector_rank: int | None = None
+    vector_score: float | None = None  # cosine similarity to the query
+    fused: float = 0.0  # score right after fusion
+    type: str = ""
+    tags: tuple[str, ...] = ()
+    always: bool = False
+    chars: int = 0
+    tokens: int = 0
+    age_stale: bool = False
+    origin: str = "search"  # search | graph | requires
+    via: str | None = None  # graph/requires: the file that pulled this one in
+    hop: int = 0
+    notes: tuple[str, ...] = ()  # why it moved, stage by stage (for --explain)
+
+    def moved(self, score: float, note: str) -> Candidate:
+        """This candidate with a new score and a note saying why."""
+        return replace(self, score=score, notes=(*self.notes, note))
+
+    def noted(self, note: str) -> Candidate:
+        return replace(self, notes=(*self.notes, note))
+
+
+def by_score(candidates: list[Candidate]) -> list[Candidate]:
+    """Best first; ties keep their incoming order (Python's sort is stable)."""
+    return sorted(candidates, key=lambda c: -c.score)

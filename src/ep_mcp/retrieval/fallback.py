@@ -1,0 +1,62 @@
+"""Lexical fallback scoring (no vectors): BM25 plus coverage, density, path and length signals."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ep_mcp.retrieval.candidates import Candidate, by_score
+from ep_mcp.retrieval.fusion import normalise
+from ep_mcp.retrieval.threshold import term_coverage
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class FallbackWeights:
+    coverage: float = 0.4
+    density: float = 0.1
+    path: float = 0.1
+    length: float = 0.1
+    length_chars: int = 300
+
+
+def lexical_signals(terms: Sequence[str], text: str, path: str) -> tuple[float, float, float]:
+    """(coverage, density, path match) of ``terms`` over a chunk; each in [0, 1]."""
+    coverage = term_coverage(terms, text)
+    words = _WORD.findall(text.lower())
+    wanted = set(terms)
+    hits = sum(1 for w in words if w in wanted)
+    density = min(hits / max(len(words), 1) * 20, 1.0)
+    low = path.lower()
+    in_path = sum(1 for t in terms if t in low) / len(terms) if terms else 0.0
+    return coverage, density, in_path
+
+
+def score_lexically(
+    terms: Sequence[str],
+    candidates: Sequence[Candidate],
+    texts: dict[int, str],
+    w: FallbackWeights,
+) -> list[Candidate]:
+    """Re-score lexical candidates: normalised BM25 + weighted signals, best first."""
+    bm25 = normalise([(c.chunk_id, c.lexical_score or 0.0) for c in candidates])
+    out = []
+    for c in candidates:
+        text = texts.get(c.chunk_id, "")
+        cov, dens, in_path = lexical_signals(terms, text, c.path)
+        length = min(len(text) / w.length_chars, 1.0)
+        score = (
+            bm25.get(c.chunk_id, 0.0)
+            + w.coverage * cov
+            + w.density * dens
+            + w.path * in_path
+            + w.length * length
+        )
+        note = (
+            f"lexical fallback: bm25 {bm25.get(c.chunk_id, 0.0):.3f} + coverage {cov:.2f} "
+            f"+ density {dens:.2f} + path {in_path:.2f} + length {length:.2f}"
+        )
+        out.append(c.moved(score, note))
+    return by_score(out)

@@ -1,0 +1,46 @@
+"""What the engine needs to know about a pack, as plain data built once per pack load."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ep_mcp.packs.models import Pack
+from ep_mcp.packs.references import References
+
+
+@dataclass(frozen=True)
+class PackView:
+    root: Path | None = None  # for the live-file stale check of reconstruct mode
+    adjacency: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # directed edges
+    requires: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # resolved requires:
+    always: frozenset[str] = frozenset()
+    navigation: frozenset[str] = frozenset()
+    refresh_cycle: str | None = None
+    skill_of: Mapping[str, str] = field(default_factory=dict)  # file → skill directory
+
+
+def pack_view(pack: Pack) -> PackView:
+    """Resolve edges and ``requires:`` (id, path, same directory, unique basename) once."""
+    refs = References.of(pack)
+    adjacency: dict[str, list[str]] = {}
+    for edge in pack.edges:
+        targets = adjacency.setdefault(edge.source, [])
+        if edge.target not in targets:
+            targets.append(edge.target)
+    requires: dict[str, tuple[str, ...]] = {}
+    for doc in pack.documents:
+        resolved = [refs.resolve(doc.path, r) for r in doc.requires]
+        found = tuple(dict.fromkeys(p for p in resolved if p is not None and p != doc.path))
+        if found:
+            requires[doc.path] = found
+    return PackView(
+        root=pack.root,
+        adjacency={k: tuple(v) for k, v in adjacency.items()},
+        requires=requires,
+        always=frozenset(d.path for d in pack.documents if d.always),
+        navigation=frozenset(d.path for d in pack.documents if d.navigation),
+        refresh_cycle=pack.refresh_cycle,
+        skill_of={d.path: d.skill for d in pack.documents if d.skill},
+    )

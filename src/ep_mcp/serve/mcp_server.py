@@ -1,0 +1,256 @@
+"""The MCP server: the registry's tools, pack resources, prompts and the skills extension.
+
+Built on the SDK's low-level `Server` so the registry's JSON schemas drive `tools/list` as
+they are (input is validated by `registry.call_tool`). One server serves a *view*: all packs
+(stdio, HTTP `/mcp`) or one pack (HTTP `/packs/{slug}/mcp`). On HTTP the auth layer narrows
+each request further to the packs its key opens (`PACKS_SCOPE_KEY` in the ASGI scope).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from ep_mcp.errors import EpMcpError, NotFoundError
+from ep_mcp.runtime import Library, PackRuntime
+from ep_mcp.serve import guide, resources
+from ep_mcp.serve.querylog import QueryLog
+from ep_mcp.serve.skills_ext import install_skills
+from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
+
+logger = logging.getLogger(__name__)
+
+PACKS_SCOPE_KEY = "ep_mcp.packs"  # ASGI scope key: frozenset of slugs this request may see
+SERVER_NAME = "ep-mcp"
+
+
+@dataclass
+class ServeContext:
+    """What every adapter serves: the library, the optional skills hub, the query log."""
+
+    library: Library
+    hub: Any | None = None
+    query_log: QueryLog | None = None
+    keyed: frozenset[str] = field(default_factory=frozenset)  # slugs that require a key
+
+
+def version() -> str:
+    from ep_mcp import __version__
+
+    return __version__
+
+
+@dataclass
+class PackView:
+    """The packs one server instance exposes, narrowed per request by the auth layer."""
+
+    serve: ServeContext
+    slugs: tuple[str, ...] | None = None  # None = every served pack
+
+    def all_slugs(self) -> list[str]:
+        every = self.serve.library.slugs()
+        return every if self.slugs is None else [s for s in every if s in self.slugs]
+
+    def visible(self, ctx: ServerRequestContext[Any, Any] | None) -> list[str]:
+        slugs = self.all_slugs()
+        request = getattr(ctx, "request", None) if ctx is not None else None
+        scope = getattr(request, "scope", None)
+        allowed = scope.get(PACKS_SCOPE_KEY) if isinstance(scope, dict) else None
+        return slugs if allowed is None else [s for s in slugs if s in allowed]
+
+    def runtimes(self, ctx: ServerRequestContext[Any, Any] | None) -> list[PackRuntime]:
+        lib = self.serve.library
+        return [lib.runtimes[s] for s in self.visible(ctx)]
+
+    def library(self, ctx: ServerRequestContext[Any, Any] | None) -> Library:
+        lib = self.serve.library
+        return Library(lib.settings, {s: lib.runtimes[s] for s in self.visible(ctx)}, lib.embedder)
+
+    def runtime(self, ctx: ServerRequestContext[Any, Any] | None, slug: str) -> PackRuntime:
+        visible = self.visible(ctx)
+        if slug not in visible:
+            raise NotFoundError(
+                f"pack '{slug[:100]}' is not served here — available packs: "
+                f"{', '.join(visible) or 'none'}"
+            )
+        return self.serve.library.runtimes[slug]
+
+
+def tool_specs(serve: ServeContext) -> list[ToolSpec]:
+    specs = tools("pack")
+    if serve.hub is not None:
+        specs += tools("skills")
+    return specs
+
+
+def _tool(spec: ToolSpec) -> types.Tool:
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=dict(spec.input_schema),
+        output_schema=dict(spec.output_schema) if spec.output_schema else None,
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+
+
+def error_result(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+def run_tool(
+    view: PackView, ctx: ServerRequestContext[Any, Any] | None, name: str, arguments: dict[str, Any]
+) -> types.CallToolResult:
+    """Call a registry tool; every failure becomes an `isError` result, never an exception."""
+    started = time.perf_counter()
+    tool_ctx = ToolContext(library=view.library(ctx), hub=view.serve.hub)
+    try:
+        data = call_tool(tool_ctx, name, arguments)
+    except EpMcpError as exc:
+        return error_result(str(exc))
+    except Exception:  # the outermost boundary: the server never dies on a tool
+        logger.exception("tool %s failed", name)
+        return error_result(
+            f"{name} failed with an internal error — see the server log; "
+            "try again or simplify the request"
+        )
+    if name == "ep_search" and view.serve.query_log is not None:
+        view.serve.query_log.write("mcp", data, arguments, time.perf_counter() - started)
+    return types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False, default=str))
+        ],
+        structured_content=data,
+    )
+
+
+def _cache_scope(view: PackView, slugs: Sequence[str]) -> str:
+    return "private" if any(s in view.serve.keyed for s in slugs) else "public"
+
+
+def _not_found(message: str, uri: str) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri[:500]})
+
+
+def build_server(serve: ServeContext, slugs: Sequence[str] | None = None) -> Server[Any]:
+    """One MCP server over the view ``slugs`` (None = every pack)."""
+    view = PackView(serve, tuple(slugs) if slugs is not None else None)
+    packs = [serve.library.runtimes[s].pack for s in view.all_slugs()]
+    multi = len(packs) > 1
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_tool(s) for s in tool_specs(serve)])
+
+    async def call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        return await anyio.to_thread.run_sync(run_tool, view, ctx, params.name, arguments)
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        items = [r for rt in view.runtimes(ctx) for r in resources.static_resources(rt.pack)]
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=r.uri,
+                    name=r.name,
+                    description=r.description,
+                    mime_type=r.mime_type,
+                    size=r.size,
+                )
+                for r in items
+            ]
+        )
+
+    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        items = [t for rt in view.runtimes(ctx) for t in resources.templates(rt.pack)]
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=t.uri_template,
+                    name=t.name,
+                    description=t.description,
+                    mime_type=t.mime_type,
+                )
+                for t in items
+            ]
+        )
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+        uri = str(params.uri)
+        try:
+            scheme, slug, rest = resources.split_uri(uri)
+            rt = view.runtime(ctx, slug)
+            mime, text = resources.read(rt.pack, scheme, rest)
+        except EpMcpError as exc:
+            raise _not_found(str(exc), uri) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)],
+            ttl_ms=0,
+            cache_scope=_cache_scope(view, [slug]),  # type: ignore[arg-type]
+        )
+
+    def prompt_table(ctx: Any) -> dict[str, tuple[PackRuntime, guide.PromptDef]]:
+        table = {}
+        for rt in view.runtimes(ctx):
+            for p in guide.pack_prompts(rt.pack):
+                table[f"{rt.slug}/{p.name}" if multi else p.name] = (rt, p)
+        return table
+
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        arg = types.PromptArgument(
+            name="question", required=False, description="The user's situation or question."
+        )
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(name=name, description=p.description, arguments=[arg])
+                for name, (_, p) in sorted(prompt_table(ctx).items())
+            ]
+        )
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        table = prompt_table(ctx)
+        if params.name not in table:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown prompt {params.name[:100]!r} — available: "
+                f"{', '.join(sorted(table)) or 'none'}",
+            )
+        rt, p = table[params.name]
+        question = (params.arguments or {}).get("question")
+        text = guide.render_prompt(rt.pack, p, question)
+        return types.GetPromptResult(
+            description=p.description,
+            messages=[
+                types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+            ],
+        )
+
+    server: Server[Any] = Server(
+        SERVER_NAME,
+        version=version(),
+        title="ep-mcp" + (f" · {packs[0].name}" if len(packs) == 1 else ""),
+        instructions=guide.instructions(packs) if packs else None,
+        on_list_tools=list_tools,
+        on_call_tool=call,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        get_tool_input_schema=lambda name: next(
+            (dict(s.input_schema) for s in tool_specs(serve) if s.name == name), None
+        ),
+    )
+    install_skills(server, view)
+    return server

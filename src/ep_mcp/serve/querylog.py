@@ -1,0 +1,46 @@
+"""Opt-in query log: one JSON line per search (`server.query_log_path`). Never a key."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+class QueryLog:
+    """Appends `{ts, via, pack, query, n, mode, hits, took_ms, top}` lines; thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(
+        self, via: str, result: Mapping[str, Any], args: Mapping[str, Any], seconds: float
+    ) -> None:
+        hits = result.get("results") or []
+        record = {
+            "ts": round(time.time(), 3),
+            "via": via,
+            "pack": result.get("pack"),
+            "query": result.get("query"),
+            "n": args.get("max_results", args.get("n")),
+            "type": args.get("type"),
+            "tags": args.get("tags"),
+            "mode": result.get("mode"),
+            "hits": len(hits),
+            "took_ms": round(seconds * 1000, 2),
+            "top": [h.get("source_file") for h in hits[:3]],
+        }
+        line = json.dumps(record, ensure_ascii=False, default=str)
+        try:
+            with self._lock, self.path.open("a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        except OSError as exc:
+            logger.warning("query log %s not writable (%s) — query not logged", self.path, exc)

@@ -1,0 +1,193 @@
+"""`GET /search` and `POST /search`: parse, authorize, call `ep_search` through the registry.
+
+GET: `?q=&pack=&n=10&type=&tags=a,b&reconstruct=true`. POST: the same keys as JSON (`q` or
+`query`), plus an optional caller-supplied `vector` whose dimension must match the pack's.
+Malformed input → 400, well-formed but invalid values → 422, unknown pack → 404.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ep_mcp.errors import EpMcpError, NotFoundError, QueryError
+from ep_mcp.runtime import Library
+from ep_mcp.serve import auth
+from ep_mcp.serve.mcp_server import ServeContext
+from ep_mcp.tools.registry import ToolContext, call_tool
+
+logger = logging.getLogger(__name__)
+
+ErrorFn = Callable[..., Response]
+MAX_VECTOR_DIM = 8192
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _flag(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise BadRequest(400, f"`{name}` must be true or false — got {str(value)[:40]!r}")
+
+
+def _int(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise BadRequest(400, f"`{name}` must be an integer")
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if not text.lstrip("-").isdigit() or len(text) > 9:
+        raise BadRequest(400, f"`{name}` must be an integer — got {text[:40]!r}")
+    return int(text)
+
+
+def _tags(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(t).strip() for t in value if str(t).strip()]
+    return [t.strip() for t in str(value).split(",") if t.strip()]
+
+
+def parse_params(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Search parameters from query params or a JSON body, into ep_search arguments."""
+    query = data.get("q", data.get("query"))
+    if query is None or (isinstance(query, str) and not query.strip()):
+        raise BadRequest(400, "missing `q` — pass the words to search for, e.g. /search?q=install")
+    if not isinstance(query, str):
+        raise BadRequest(400, "`q` must be a string")
+    args: dict[str, Any] = {"query": query}
+    if data.get("n") is not None:
+        args["max_results"] = _int(data["n"], "n")
+    for key in ("type", "pack"):
+        if data.get(key) not in (None, ""):
+            if not isinstance(data[key], str):
+                raise BadRequest(400, f"`{key}` must be a string")
+            args[key] = data[key]
+    tags = _tags(data.get("tags"))
+    if tags:
+        args["tags"] = tags
+    if data.get("reconstruct") is not None:
+        args["reconstruct"] = _flag(data["reconstruct"], "reconstruct")
+    return args
+
+
+def parse_vector(value: Any) -> tuple[float, ...]:
+    if not isinstance(value, list) or not value or len(value) > MAX_VECTOR_DIM:
+        raise BadRequest(422, "`vector` must be a non-empty list of numbers")
+    out = []
+    for x in value:
+        if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+            raise BadRequest(422, "`vector` must contain only finite numbers")
+        out.append(float(x))
+    return tuple(out)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise BadRequest(
+            400, 'the body is not valid JSON — send an object like {"q": "install", "n": 5}'
+        ) from None
+    if not isinstance(data, dict):
+        raise BadRequest(400, 'the body must be a JSON object like {"q": "install"}')
+    return data
+
+
+def _check_dimension(lib: Library, slug: str | None, vector: tuple[float, ...]) -> None:
+    rt = lib.get(slug)
+    dim = rt.store.features().get("dimension") or (
+        rt.embedder.dimension if rt.embedder is not None else None
+    )
+    if not dim or not rt.store.has_vectors():
+        raise BadRequest(422, f"pack '{rt.slug}' has no vectors — search it with `q` only")
+    if len(vector) != int(dim):
+        raise BadRequest(
+            422, f"`vector` has {len(vector)} dimensions, pack '{rt.slug}' expects {dim}"
+        )
+
+
+def _run(
+    serve: ServeContext,
+    allowed: frozenset[str],
+    args: dict[str, Any],
+    vector: tuple[float, ...] | None,
+) -> dict[str, Any]:
+    lib = serve.library
+    view = Library(
+        lib.settings, {s: lib.runtimes[s] for s in lib.slugs() if s in allowed}, lib.embedder
+    )
+    if vector is not None:
+        _check_dimension(view, args.get("pack"), vector)
+    ctx = ToolContext(library=view, hub=serve.hub, extras={"vector": vector} if vector else {})
+    return call_tool(ctx, "ep_search", args)
+
+
+async def search_endpoint(
+    request: Request, serve: ServeContext, ring: auth.KeyRing, error: ErrorFn
+) -> Response:
+    started = time.perf_counter()
+    try:
+        if request.method == "POST":
+            data = await _body(request)
+            args = parse_params(data)
+            vector = parse_vector(data["vector"]) if data.get("vector") is not None else None
+        else:
+            args = parse_params(request.query_params)
+            vector = None
+        served = serve.library.slugs()
+        wanted = args.get("pack")
+        if wanted is not None and wanted not in served:
+            raise BadRequest(
+                404, f"pack '{wanted[:100]}' not found — available packs: {', '.join(served)}"
+            )
+        if wanted is None and len(served) > 1:
+            raise BadRequest(400, f"several packs are served — pass `pack`: {', '.join(served)}")
+        target = wanted or (served[0] if served else None)
+        decision = auth.decide(ring, served, target, auth.bearer_token(request.scope["headers"]))
+        if decision.status != 200:
+            hdrs = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+            return error(
+                decision.status, decision.message, hdrs if decision.status == 401 else None
+            )
+        result = await anyio.to_thread.run_sync(_run, serve, decision.allowed, args, vector)
+    except BadRequest as exc:
+        return error(exc.status, str(exc))
+    except NotFoundError as exc:
+        return error(404, str(exc))
+    except QueryError as exc:
+        return error(422, str(exc))
+    except EpMcpError as exc:
+        return error(503, str(exc))
+    took = time.perf_counter() - started
+    if serve.query_log is not None:
+        serve.query_log.write("http", result, args, took)
+    logger.debug(
+        "search %s: %.1f ms (engine %.1f ms)",
+        result.get("pack"),
+        took * 1000,
+        result.get("took_ms", 0.0),
+    )
+    headers = {"Cache-Control": "private, no-store"} if target in ring.keyed else None
+    return JSONResponse(result, headers=headers)

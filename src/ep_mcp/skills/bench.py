@@ -1,0 +1,236 @@
+"""Hub benchmarks: ranking quality on the golden sets, and the scale check (20 taps, 2,000 skills).
+
+Both build real git repositories in a work folder and tap them exactly as a user would
+(local paths with the explicit ``allow_file``), so reindex and update are measured end to end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ep_mcp.config import Settings
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.packs.yamlsafe import load_yaml_file
+from ep_mcp.skills.git import Git
+from ep_mcp.skills.hub import SkillHub
+
+# golden file (pack) → the tap name its repository gets when tapped as <owner>/<repo>
+GOLDEN_TAPS = {
+    "anthropics-skills": ("anthropics", "skills"),
+    "obra-superpowers": ("obra", "superpowers"),
+}
+MODES = {"lexical": ("lexical",), "dense": ("vector",), "hybrid": ("lexical", "vector")}
+
+
+@dataclasses.dataclass(frozen=True)
+class GoldenQuery:
+    id: str
+    query: str
+    category: str
+    expected: tuple[str, ...]  # skill ids, tap:dir
+
+
+def make_repo(src: Path, dest: Path, env: Mapping[str, str]) -> Path:
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", ".ep-mcp"))
+    Git(env).init_commit(dest, "snapshot")
+    return dest
+
+
+def golden_queries(golden_dir: Path) -> list[GoldenQuery]:
+    out = []
+    for pack, (owner, repo) in GOLDEN_TAPS.items():
+        doc = load_yaml_file(golden_dir / f"{pack}.yaml")
+        for q in doc["queries"]:
+            exp = tuple(f"{owner}__{repo}:{p.rsplit('/', 1)[0]}" for p in q.get("expected") or [])
+            out.append(GoldenQuery(q["id"], q["query"], q["category"], exp))
+    return out
+
+
+def score(hub: SkillHub, queries: Sequence[GoldenQuery], *, smart: bool = False) -> dict[str, Any]:
+    """hit@1, hit@5 and MRR per category (any expected skill counts), and negatives answered."""
+    per: dict[str, list[tuple[int, int, float]]] = defaultdict(list)
+    negatives: list[int] = []
+    rankers: dict[str, int] = defaultdict(int)
+    misses: list[dict[str, Any]] = []
+    took: list[float] = []
+    for q in queries:
+        reply = hub.search(q.query, 10, smart=smart)
+        took.append(reply["took_ms"])
+        rankers[reply["ranker"]] += 1
+        ids = [r["id"] for r in reply["results"]]
+        if not q.expected:
+            negatives.append(int(bool(ids)))
+            continue
+        rank = next((i for i, sid in enumerate(ids, 1) if sid in q.expected), 0)
+        per[q.category].append((int(rank == 1), int(0 < rank <= 5), 1.0 / rank if rank else 0.0))
+        if rank != 1:
+            misses.append(
+                {
+                    "id": q.id,
+                    "query": q.query,
+                    "expected": q.expected[0],
+                    "rank": rank or None,
+                    "top": ids[:3],
+                }
+            )
+
+    def agg(rows: Sequence[tuple[int, int, float]]) -> dict[str, float]:
+        n = len(rows) or 1
+        return {
+            "n": len(rows),
+            "hit@1": round(sum(r[0] for r in rows) / n, 3),
+            "hit@5": round(sum(r[1] for r in rows) / n, 3),
+            "mrr": round(sum(r[2] for r in rows) / n, 3),
+        }
+
+    name_shaped = [r for c in ("keyword",) for r in per[c]]
+    problem = [r for c in ("natural", "paraphrase", "multi-file") for r in per[c]]
+    return {
+        "all": agg([r for rows in per.values() for r in rows]),
+        "name-shaped": agg(name_shaped),
+        "problem-shaped": agg(problem),
+        "by_category": {c: agg(rows) for c, rows in sorted(per.items())},
+        "negatives": {"n": len(negatives), "answered": sum(negatives)},
+        "rankers": dict(rankers),
+        "p50_ms": round(statistics.median(took), 2) if took else 0.0,
+        "misses": misses,
+    }
+
+
+def quality(
+    skills_root: Path,
+    golden_dir: Path,
+    work: Path,
+    settings: Settings,
+    env: Mapping[str, str],
+    modes: Sequence[str],
+    embedder: Embedder | str | None = "auto",
+) -> dict[str, Any]:
+    """Tap both golden repositories together and score each retrieval mode."""
+    home = work / "home"
+    settings = dataclasses.replace(settings, home=home)
+    for pack, (owner, repo) in GOLDEN_TAPS.items():
+        dest = work / "src" / owner / repo
+        if not dest.exists():
+            make_repo(skills_root / pack, dest, env)
+    queries = golden_queries(golden_dir)
+    dense = any(m != "lexical" for m in modes)
+    hub = SkillHub(settings, env, embedder=embedder, llm=None)
+    try:
+        for owner, repo in GOLDEN_TAPS.values():
+            if not (home / "taps" / f"{owner}__{repo}").exists():
+                hub.taps.add(str(work / "src" / owner / repo), allow_file=True)
+        started = time.perf_counter()
+        report = hub.reindex(dense=dense)
+        index_s = time.perf_counter() - started
+    finally:
+        hub.close()
+    rows: dict[str, Any] = {
+        "index_seconds": round(index_s, 2),
+        "reindex": report["reindexed"],
+        "queries": len(queries),
+    }
+    for mode in modes:
+        hub = SkillHub(settings, env, embedder=embedder, llm=None, legs=MODES[mode])
+        try:
+            hub.search("warm up", 1)
+            rows[mode] = score(hub, queries)
+        finally:
+            hub.close()
+    return rows
+
+
+_WORDS = (
+    "deploy", "kubernetes", "terraform", "lambda", "cache", "redis", "postgres", "index",
+    "query", "schema", "migrate", "react", "vue", "svelte", "css", "layout", "grid", "audio",
+    "video", "codec", "image", "resize", "crop", "pdf", "table", "chart", "plot", "pandas",
+    "numpy", "tensor", "train", "model", "eval", "metric", "log", "trace", "alert", "incident",
+    "oncall", "review", "lint", "format", "test", "fuzz", "mock", "stub", "bench", "profile",
+    "memory", "leak", "thread", "async", "queue", "kafka", "stream", "batch", "etl", "airflow",
+    "spark", "dbt", "warehouse", "invoice", "billing", "tax", "payroll", "ledger", "email",
+    "slack", "notion", "jira", "roadmap", "okr", "hiring", "onboarding", "security", "secret",
+    "vault", "oauth", "jwt", "cors", "csrf", "xss", "sql", "injection", "backup", "restore",
+    "snapshot", "disaster", "recovery", "dns", "tls", "proxy",
+)  # fmt: skip
+
+
+def _synthetic_skill(rng: random.Random, tap: int, i: int) -> tuple[str, str]:
+    topic = rng.sample(_WORDS, 3)
+    name = f"{topic[0]}-{topic[1]}-{tap:02d}{i:03d}"
+    body = "\n\n".join(
+        f"## {w.title()} step\n\n" + " ".join(rng.choices(_WORDS, k=60))
+        for w in rng.sample(_WORDS, 4)
+    )
+    text = (
+        f"---\nname: {name}\ndescription: Use when working on {topic[0]} {topic[1]} with "
+        f"{topic[2]}.\n---\n# {name}\n\n{body}\n"
+    )
+    return name, text
+
+
+def scale(
+    work: Path,
+    settings: Settings,
+    env: Mapping[str, str],
+    *,
+    taps: int = 20,
+    skills_per_tap: int = 100,
+    queries: int = 200,
+) -> dict[str, Any]:
+    """Lexical hub over ``taps * skills_per_tap`` synthetic skills: reindex and search times."""
+    rng = random.Random(7)
+    git = Git(env)
+    home = work / "home"
+    settings = dataclasses.replace(settings, home=home)
+    hub = SkillHub(settings, env, embedder=None, llm=None)
+    try:
+        for t in range(taps):
+            root = work / "src" / f"owner{t:02d}" / "skills"
+            for i in range(skills_per_tap):
+                name, text = _synthetic_skill(rng, t, i)
+                (root / "skills" / name).mkdir(parents=True, exist_ok=True)
+                (root / "skills" / name / "SKILL.md").write_text(text, encoding="utf-8")
+            git.init_commit(root, "skills")
+            hub.taps.add(str(root), allow_file=True)
+        t0 = time.perf_counter()
+        hub.reindex(dense=False)
+        full_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        noop = hub.reindex()
+        noop_s = time.perf_counter() - t0
+        changed = work / "src" / "owner03" / "skills"
+        name, text = _synthetic_skill(rng, 3, 999)
+        (changed / "skills" / name).mkdir(parents=True)
+        (changed / "skills" / name / "SKILL.md").write_text(text, encoding="utf-8")
+        git.init_commit(changed, "one more skill")
+        t0 = time.perf_counter()
+        upd = hub.update()
+        one_s = time.perf_counter() - t0
+        took = []
+        for _ in range(queries):
+            q = " ".join(rng.sample(_WORDS, rng.randint(2, 6)))
+            took.append(hub.search(q, 10)["took_ms"])
+        took.sort()
+    finally:
+        hub.close()
+    return {
+        "taps": taps,
+        "skills": taps * skills_per_tap + 1,
+        "full_reindex_s": round(full_s, 2),
+        "noop_reindex_s": round(noop_s, 3),
+        "noop_reused": noop["reused"],
+        "update_one_tap_s": round(one_s, 2),
+        "update_reindexed": upd["reindexed"],
+        "update_reused": upd["reused"],
+        "search_p50_ms": round(statistics.median(took), 2),
+        "search_p95_ms": round(took[int(len(took) * 0.95) - 1], 2),
+        "queries": queries,
+    }

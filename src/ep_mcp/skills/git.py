@@ -1,0 +1,234 @@
+"""Git, the one outside service taps need: parse a tap source safely, clone, fetch, read HEAD.
+
+Every git call is an argument list (never a shell), puts ``--`` before the URL, runs with
+``GIT_TERMINAL_PROMPT=0`` and a protocol allow-list (https and ssh always; ``file`` only when the
+user passed the explicit flag; ``ext`` never), and is bounded in time. Sources are checked before
+git ever runs, so ``ext::sh -c …``, ``--upload-pack=…`` or ``-oProxyCommand=…`` never reach it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ep_mcp.skills.errors import TapError
+
+logger = logging.getLogger(__name__)
+
+CLONE_TIMEOUT_S = 300.0
+QUICK_TIMEOUT_S = 30.0
+
+_SHORTHAND = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
+_SCP = re.compile(
+    r"(?P<user>[A-Za-z0-9._-]+)@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*):(?P<path>[^\s:]+)"
+)
+_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)")
+_SAFE_PART = re.compile(r"[^A-Za-z0-9._-]+")
+_GIT_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "SSH_AUTH_SOCK", "TMPDIR", "SYSTEMROOT")
+
+
+@dataclass(frozen=True)
+class TapSource:
+    """A checked tap source: what git is given, and the tap's folder name."""
+
+    url: str  # https://…, ssh://…, user@host:path, or file:///abs/path
+    name: str  # <owner>__<repo>
+    kind: str  # https | ssh | file
+
+
+def _name_from(path: str) -> str:
+    parts = [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
+    if not parts:
+        raise TapError("cannot tell the repository name from the source — pass owner/repo or a URL")
+    repo = parts[-1].removesuffix(".git")
+    owner = parts[-2] if len(parts) > 1 else "local"
+    name = f"{_SAFE_PART.sub('-', owner)}__{_SAFE_PART.sub('-', repo)}".strip(".-")
+    if not repo or name.startswith("__"):
+        raise TapError("cannot tell the repository name from the source — pass owner/repo or a URL")
+    return name
+
+
+def _refuse(source: str, why: str) -> TapError:
+    shown = source if len(source) <= 80 else source[:77] + "…"
+    return TapError(
+        f"refusing tap source {shown!r}: {why} — use https://host/owner/repo, "
+        "git@host:owner/repo, owner/repo (GitHub) or a local path with --allow-file"
+    )
+
+
+def parse_source(source: str, *, allow_file: bool = False, cwd: Path | None = None) -> TapSource:
+    """Check a tap source and normalise it. Raises TapError before anything runs."""
+    text = source.strip()
+    if not text:
+        raise _refuse(source, "it is empty")
+    if text.startswith("-"):
+        raise _refuse(source, "it looks like a command-line option")
+    if "::" in text:
+        raise _refuse(source, "transport helpers (ext::, fd::, …) are never allowed")
+    if any(ord(c) < 32 or c == "\x7f" for c in text):
+        raise _refuse(source, "it contains control characters")
+    match = _URL.fullmatch(text)
+    if match:
+        scheme = match["scheme"].lower()
+        rest = match["rest"]
+        if scheme == "file":
+            return _file_source(Path(rest), source, allow_file)
+        if scheme not in ("https", "ssh"):
+            raise _refuse(source, f"the {scheme}:// scheme is not allowed")
+        host, _, path = rest.partition("/")
+        if not host or host.startswith("-") or any(c.isspace() for c in rest) or not path:
+            raise _refuse(source, "it is not a valid repository URL")
+        return TapSource(text, _name_from(path), scheme)
+    scp = _SCP.fullmatch(text)
+    if scp and not scp["host"].startswith("-"):
+        return TapSource(text, _name_from(scp["path"]), "ssh")
+    is_pathlike = (
+        text.startswith(("/", "./", "../", "~")) or (cwd or Path.cwd()).joinpath(text).is_dir()
+    )
+    if _SHORTHAND.fullmatch(text) and not text.startswith(("./", "../")) and not is_pathlike:
+        return TapSource(
+            f"https://github.com/{text.removesuffix('.git')}", _name_from(text), "https"
+        )
+    if is_pathlike:
+        base = Path(text).expanduser()
+        return _file_source(
+            base if base.is_absolute() else (cwd or Path.cwd()) / base, source, allow_file
+        )
+    raise _refuse(source, "it is neither a URL, owner/repo nor an existing folder")
+
+
+def _file_source(path: Path, source: str, allow_file: bool) -> TapSource:
+    if not allow_file:
+        raise TapError(
+            f"{source!r} is a local repository — cloning local repositories needs the explicit "
+            "--allow-file flag (or list the folder under skills.taps in config.yaml to index it "
+            "in place)"
+        )
+    resolved = path.expanduser().resolve()
+    if not resolved.is_dir():
+        raise TapError(f"local tap source {str(resolved)!r} is not a folder — check the path")
+    return TapSource(resolved.as_uri(), _name_from(resolved.as_posix()), "file")
+
+
+class Git:
+    """Runs git with the safety flags; ``env`` is the caller's environment (from the edge)."""
+
+    def __init__(self, env: Mapping[str, str], binary: str = "git") -> None:
+        base = {k: env[k] for k in _GIT_ENV_KEYS if k in env}
+        base.update(
+            GIT_TERMINAL_PROMPT="0",
+            GIT_ASKPASS="",
+            SSH_ASKPASS="",
+            GCM_INTERACTIVE="never",
+            GIT_SSH_COMMAND="ssh -oBatchMode=yes",
+        )
+        self._env = base
+        self._binary = binary
+
+    def _config(self, allow_file: bool) -> list[str]:
+        file_allow = "always" if allow_file else "never"
+        return [
+            "-c", "protocol.allow=never",
+            "-c", "protocol.https.allow=always",
+            "-c", "protocol.ssh.allow=always",
+            "-c", f"protocol.file.allow={file_allow}",
+            "-c", "protocol.ext.allow=never",
+            "-c", "core.hooksPath=" + os.devnull,
+        ]  # fmt: skip
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        allow_file: bool = False,
+        timeout: float = QUICK_TIMEOUT_S,
+    ) -> str:
+        cmd = [self._binary, *self._config(allow_file), *args]
+        try:
+            done = subprocess.run(
+                cmd,
+                cwd=cwd,
+                env=self._env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise TapError("git is not installed — install git to use skill taps") from None
+        except subprocess.TimeoutExpired:
+            raise TapError(
+                f"git {args[0]} took longer than {timeout:.0f}s — try again later"
+            ) from None
+        if done.returncode != 0:
+            detail = (done.stderr or done.stdout).strip().splitlines()
+            raise TapError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}")
+        return done.stdout
+
+    def clone(self, source: TapSource, dest: Path, timeout: float = CLONE_TIMEOUT_S) -> None:
+        """Shallow clone into ``dest`` (which must not exist)."""
+        self.run(
+            [
+                "clone",
+                "--depth",
+                "1",
+                "--quiet",
+                "--no-recurse-submodules",
+                "--",
+                source.url,
+                str(dest),
+            ],
+            allow_file=source.kind == "file",
+            timeout=timeout,
+        )
+
+    def head(self, repo: Path) -> str:
+        return self.run(["rev-parse", "HEAD"], cwd=repo).strip()
+
+    def origin(self, repo: Path) -> str:
+        return self.run(["config", "--get", "remote.origin.url"], cwd=repo).strip()
+
+    def fast_forward(self, repo: Path, timeout: float = CLONE_TIMEOUT_S) -> tuple[str, str]:
+        """Fetch the tracked branch and fast-forward; returns (old commit, new commit)."""
+        allow_file = self.origin(repo).startswith("file://")
+        old = self.head(repo)
+        self.run(["fetch", "--quiet", "origin"], cwd=repo, allow_file=allow_file, timeout=timeout)
+        try:
+            self.run(["merge", "--ff-only", "--quiet", "FETCH_HEAD"], cwd=repo)
+        except TapError as exc:
+            raise TapError(
+                f"{exc} — the tap cannot be fast-forwarded (history rewritten upstream?); "
+                "untap and tap it again"
+            ) from None
+        return old, self.head(repo)
+
+    def init_commit(self, repo: Path, message: str) -> str:
+        """Commit everything in ``repo`` (``git init`` first when needed); returns the commit.
+
+        For benchmarks and tests that build real repositories on disk.
+        """
+        if not (repo / ".git").exists():
+            self.run(["init", "--quiet", "--initial-branch=main"], cwd=repo)
+        self.run(["add", "--all"], cwd=repo)
+        self.run(
+            [
+                "-c",
+                "user.name=ep-mcp",
+                "-c",
+                "user.email=ep-mcp@localhost",
+                "commit",
+                "--quiet",
+                "--allow-empty",
+                "-m",
+                message,
+            ],
+            cwd=repo,
+        )
+        return self.head(repo)

@@ -1,0 +1,470 @@
+"""The skills hub facade: taps, commit-keyed reindex, skill search, list/info/read, discovery.
+
+Adapters (the tool registry, hence MCP, HTTP and the CLI) call only this class. Settings and
+the environment come in resolved from the edge; the hub never reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ep_mcp.config import Settings
+from ep_mcp.errors import EmbeddingError, QueryError
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.retrieval.lexical import query_terms
+from ep_mcp.skills.catalog import EntryTerms, SkillEntry, entries_from_pack, frontmatter_scores
+from ep_mcp.skills.errors import SkillNotFoundError, TapError
+from ep_mcp.skills.git import Git
+from ep_mcp.skills.github import discover_github
+from ep_mcp.skills.llm import Candidate, LlmClient, LlmReranker, choose_client
+from ep_mcp.skills.ranking import (
+    ChunkHit,
+    SkillCandidate,
+    apply_order,
+    collapse_mirrors,
+    fuse_skills,
+)
+from ep_mcp.skills.render import read_bounded, render_candidate, render_entry
+from ep_mcp.skills.tapindex import Tap, TapIndex, TapReport, is_card
+from ep_mcp.skills.taps import TapManager
+
+logger = logging.getLogger(__name__)
+
+HUB_STATE = "hub.json"
+AUTO = "auto"
+
+
+class SkillHub:
+    def __init__(
+        self,
+        settings: Settings,
+        env: Mapping[str, str],
+        *,
+        embedder: Embedder | str | None = AUTO,
+        llm: LlmClient | str | None = AUTO,
+        count_tokens: Callable[[str], int] | None = None,
+        legs: Sequence[str] = ("lexical", "vector"),
+    ) -> None:
+        if settings.home is None:
+            raise TapError("the hub needs a home folder — set EP_MCP_HOME or `home:` in config")
+        self.settings = settings
+        self.env = dict(env)
+        self.home = settings.home
+        self.index_root = self.home / "skills-index"
+        self.taps = TapManager(
+            self.home, settings.skills.taps, Git(self.env), settings.skills.clone_timeout_s
+        )
+        self._embedder_arg = embedder
+        self._embedder: Embedder | None = None if embedder == AUTO else embedder  # type: ignore[assignment]
+        self._llm_arg = llm
+        self._reranker: LlmReranker | None = None
+        self._count_tokens = count_tokens
+        self._indexes: dict[str, TapIndex] = {}
+        self._live: dict[str, list[SkillEntry]] = {}
+        self._term_cache: dict[str, tuple[int, list[EntryTerms]]] = {}
+        self._lock = threading.RLock()
+        self.legs = tuple(legs)
+        sk = settings.skills
+        self.tuning = {
+            "k": float(sk.rrf_k),
+            "card": sk.card_weight,
+            "body": sk.body_weight,
+            "name": sk.name_weight,
+            "vector": sk.vector_weight,
+            "support": sk.support_factor,
+        }  # retrieval legs in use (benchmarks compare them one by one)
+
+    # -- parts -------------------------------------------------------------------------------
+
+    def embedder(self) -> Embedder | None:
+        if self._embedder is None and self._embedder_arg == AUTO:
+            from ep_mcp.runtime import make_embedder
+
+            self._embedder = make_embedder(self.settings, self.env)
+            self._embedder_arg = None
+        return self._embedder
+
+    def reranker(self) -> LlmReranker:
+        if self._reranker is None:
+            s = self.settings.skills
+            client = (
+                choose_client(self.env, model=s.llm_model, endpoint=s.llm_endpoint)
+                if self._llm_arg == AUTO
+                else self._llm_arg
+            )
+            self._reranker = LlmReranker(client, s.llm_timeout_s)  # type: ignore[arg-type]
+        return self._reranker
+
+    def _index(self, tap: Tap) -> TapIndex:
+        with self._lock:
+            ti = self._indexes.get(tap.name)
+            if ti is None or ti.tap != tap:
+                ti = TapIndex(tap, self.index_root / tap.name, self.settings.index.vector_engine)
+                self._indexes[tap.name] = ti
+            return ti
+
+    def _state(self) -> dict[str, Any]:
+        try:
+            return dict(json.loads((self.index_root / HUB_STATE).read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return {}
+
+    def _save_state(self, state: Mapping[str, Any]) -> None:
+        self.index_root.mkdir(parents=True, exist_ok=True)
+        (self.index_root / HUB_STATE).write_text(json.dumps(dict(state)), encoding="utf-8")
+
+    def close(self) -> None:
+        with self._lock:
+            for ti in self._indexes.values():
+                ti.close()
+            self._indexes.clear()
+
+    # -- taps --------------------------------------------------------------------------------
+
+    def tap(
+        self, source: str, *, allow_file: bool = False, cwd: Path | None = None
+    ) -> dict[str, Any]:
+        tap = self.taps.add(source, allow_file=allow_file, cwd=cwd)
+        report = self.reindex(only=[tap.name])
+        return {"tap": tap.name, "path": str(tap.path), "url": tap.url, **report}
+
+    def untap(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            tap = self.taps.find(name)
+            ti = self._indexes.pop(tap.name, None)
+            if ti is not None:
+                ti.close()
+            self.taps.remove(tap.name)
+            shutil.rmtree(self.index_root / tap.name, ignore_errors=True)
+            self._live.pop(tap.name, None)
+        return {"untapped": tap.name}
+
+    def list_taps(self) -> list[dict[str, Any]]:
+        out = []
+        for tap in self.taps.all():
+            info = self.taps.describe(tap)
+            ti = self._index(tap)
+            status = ti.status()
+            info.update(status)
+            info["skills"] = len(ti.entries()) if status.get("indexed") else None
+            key = status.get("key")
+            info["stale"] = bool(key) and str(info.get("commit")) not in str(key)
+            out.append(info)
+        return out
+
+    def update(self, names: Sequence[str] = ()) -> dict[str, Any]:
+        results = self.taps.update(names)
+        report = self.reindex(only=list(names) or None)
+        return {
+            "updated": [r.__dict__ for r in results],
+            "changed": sum(r.changed for r in results),
+            **report,
+        }
+
+    # -- index -------------------------------------------------------------------------------
+
+    def reindex(
+        self, *, dense: bool | None = None, force: bool = False, only: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Bring tap indexes up to date; unchanged taps are reused (commit + features match).
+
+        ``dense`` True/False sets whether vectors are built and remembers it; None keeps the
+        last choice (lexical until ``--dense`` was asked for once).
+        """
+        state = self._state()
+        if dense is not None:
+            state["dense"] = bool(dense)
+            self._save_state(state)
+        want_dense = bool(state.get("dense", False))
+        embedder = self.embedder() if want_dense else None
+        if self._count_tokens is None:
+            from ep_mcp.runtime import token_counter
+
+            self._count_tokens = token_counter()
+        reports: list[TapReport] = []
+        errors: list[dict[str, str]] = []
+        taps = self.taps.all()
+        chosen = [t for t in taps if only is None or t.name in only]
+        for tap in chosen:
+            try:
+                key = self.taps.key(tap)
+                ti = self._index(tap)
+                try:
+                    report = self._reindex_one(ti, key, embedder, force)
+                except EmbeddingError as exc:
+                    logger.warning(
+                        "tap %s: embedding failed (%s) — indexed lexically", tap.name, exc
+                    )
+                    report = self._reindex_one(ti, key, None, force)
+                reports.append(report)
+                self._live.pop(tap.name, None)
+            except TapError as exc:
+                errors.append({"tap": tap.name, "error": str(exc)})
+        if only is None:
+            self._drop_orphans({t.name for t in taps})
+        return {
+            "reindexed": sum(r.status == "reindexed" for r in reports),
+            "reused": sum(r.status == "reused" for r in reports),
+            "dense": embedder is not None,
+            "taps": [r.__dict__ for r in reports],
+            "errors": errors,
+        }
+
+    def _reindex_one(
+        self, ti: TapIndex, key: str, embedder: Embedder | None, force: bool
+    ) -> TapReport:
+        assert self._count_tokens is not None
+        idx = self.settings.index
+        return ti.reindex(
+            key,
+            embedder,
+            self._count_tokens,
+            max_tokens=idx.max_tokens,
+            max_file_bytes=idx.max_file_bytes,
+            force=force,
+        )
+
+    def _drop_orphans(self, live: set[str]) -> None:
+        if not self.index_root.is_dir():
+            return
+        for child in self.index_root.iterdir():
+            if child.is_dir() and child.name not in live:
+                ti = self._indexes.pop(child.name, None)
+                if ti is not None:
+                    ti.close()
+                shutil.rmtree(child, ignore_errors=True)
+
+    # -- catalog -----------------------------------------------------------------------------
+
+    def entries(self) -> list[SkillEntry]:
+        """Every skill of every tap: from the index catalogs, else read live from the folders."""
+        out: list[SkillEntry] = []
+        for tap in self.taps.all():
+            ti = self._index(tap)
+            if ti.exists():
+                out.extend(ti.entries())
+                continue
+            if tap.name not in self._live:
+                pack = ti.live_pack(self.settings.index.max_file_bytes)
+                self._live[tap.name] = entries_from_pack(tap.name, pack)
+            out.extend(self._live[tap.name])
+        return out
+
+    def resolve(self, name: str) -> SkillEntry:
+        """A skill by `tap:name`, `tap:dir`, its id, or a bare name that only one skill has."""
+        wanted = name.strip()
+        if not wanted:
+            raise QueryError("the skill name is empty — pass a name from skill_list")
+        entries = self.entries()
+        if ":" in wanted:
+            tap, _, rest = wanted.partition(":")
+            hits = [
+                e
+                for e in entries
+                if e.tap == tap
+                and rest in (e.name, e.directory, ".")
+                and (rest != "." or e.directory == "")
+            ]
+        else:
+            hits = [e for e in entries if e.name == wanted]
+            if not hits:
+                hits = [e for e in entries if e.name.lower() == wanted.lower()]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            ids = ", ".join(f"{e.tap}:{e.name}" for e in hits)
+            raise SkillNotFoundError(
+                f"'{wanted}' names {len(hits)} skills in different taps ({ids}) — ask for one "
+                "as tap:name"
+            )
+        close = difflib.get_close_matches(wanted, sorted({e.name for e in entries}), n=3)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise SkillNotFoundError(f"no skill named '{wanted}' — {hint}list them with skill_list")
+
+    def list_skills(self) -> list[dict[str, Any]]:
+        return [render_entry(e) for e in sorted(self.entries(), key=lambda e: (e.tap, e.name))]
+
+    def info(self, name: str) -> dict[str, Any]:
+        entry = self.resolve(name)
+        return {
+            **render_entry(entry),
+            "files": list(entry.files),
+            "headings": list(entry.headings),
+            "content_hash": entry.content_hash,
+        }
+
+    def read(self, name: str, *, offset: int = 0) -> dict[str, Any]:
+        entry = self.resolve(name)
+        tap = self.taps.find(entry.tap)
+        return read_bounded(entry, tap.path, self.settings.skills.read_max_chars, offset)
+
+    def discover(self, query: str, limit: int = 20) -> dict[str, Any]:
+        results = discover_github(
+            query, limit, self.env, timeout=self.settings.skills.discover_timeout_s
+        )
+        return {"query": query, "results": results}
+
+    # -- search ------------------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 10, *, smart: bool | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        if not query.strip():
+            raise QueryError("the query is empty — describe the task you need a skill for")
+        limit = max(1, min(int(limit), 50))
+        taps = self.taps.all()
+        notes: list[str] = []
+        if not taps:
+            return self._reply(
+                query,
+                "frontmatter",
+                [],
+                started,
+                ["no skill taps yet — add one with `ep-mcp tap owner/repo`"],
+            )
+        indexes = [self._index(t) for t in taps]
+        ready = [ti for ti in indexes if ti.exists()]
+        missing = [ti.tap.name for ti in indexes if not ti.exists()]
+        if not ready:
+            notes.append("no index yet — matched names and descriptions only; run `ep-mcp reindex`")
+            scored = frontmatter_scores(query, self.entries())[:limit]
+            return self._reply(
+                query, "frontmatter", [render_entry(e, score=s) for e, s in scored], started, notes
+            )
+        if missing:
+            notes.append(f"not indexed yet (run `ep-mcp reindex`): {', '.join(missing)}")
+        by_id = {e.id: e for ti in ready for e in ti.entries()}
+        ranked, ranker = self._retrieve(query, ready, max(60, 4 * limit), notes)
+        ranked, mirrors = collapse_mirrors(
+            ranked, lambda sid: by_id[sid].content_hash if sid in by_id else None
+        )
+        use_llm = self.settings.skills.llm_rerank if smart is None else smart
+        if use_llm and ranked:
+            ranked, ranker = self._llm(query, ranked, by_id, ranker, notes)
+        results = [
+            render_candidate(c, by_id[c.skill_id], mirrors.get(c.skill_id, []))
+            for c in ranked[:limit]
+        ]
+        return self._reply(query, ranker, results, started, notes)
+
+    def _retrieve(
+        self, query: str, ready: Sequence[TapIndex], pool: int, notes: list[str]
+    ) -> tuple[list[SkillCandidate], str]:
+        r = self.settings.retrieval
+        terms = query_terms(query)
+        weights = (r.text_column_weight, r.title_weight, r.heading_weight)
+        cards: list[ChunkHit] = []
+        body: list[ChunkHit] = []
+        for ti in ready if "lexical" in self.legs else ():
+            for sc, score in ti.lexical(terms, pool, weights, r.lexical_time_limit_ms):
+                entry = ti.entry_for_chunk(sc)
+                if entry is None:
+                    continue
+                if is_card(sc):
+                    cards.append(ChunkHit(entry.id, sc, score))
+                else:
+                    factor = 1.0 if sc.file.path == entry.skill_file else self.tuning["support"]
+                    body.append(ChunkHit(entry.id, sc, score * factor))
+        cards.sort(key=lambda h: -h.score)
+        body.sort(key=lambda h: -h.score)
+        dense: list[ChunkHit] = []
+        if "vector" in self.legs and any(ti.status().get("dense") for ti in ready):
+            dense = self._dense(query, ready, pool, notes)
+        names: list[ChunkHit] = []
+        if "lexical" in self.legs:
+            first = {h.skill_id: h.chunk for h in [*cards, *body]}
+            for entry, score in frontmatter_scores(query, self._terms(ready)):
+                if entry.id in first:
+                    names.append(ChunkHit(entry.id, first[entry.id], score))
+        legs = {"body": body, "vector": dense, "card": cards, "name": names}
+        t = self.tuning
+        fused = fuse_skills(
+            legs,
+            k=int(t["k"]),
+            snippet_from=lambda sc: not is_card(sc),
+            weights={
+                "card": t["card"],
+                "body": t["body"],
+                "name": t["name"],
+                "vector": t["vector"],
+            },
+        )
+        lexical = bool(cards or body)
+        return fused, ("hybrid" if lexical else "dense") if dense else "lexical"
+
+    def _terms(self, ready: Sequence[TapIndex]) -> list[EntryTerms]:
+        out: list[EntryTerms] = []
+        for ti in ready:
+            ti.entries()
+            key = ti.entries_version
+            cached = self._term_cache.get(ti.tap.name)
+            if cached is None or cached[0] != key:
+                cached = (key, [EntryTerms.of(e) for e in ti.entries()])
+                self._term_cache[ti.tap.name] = cached
+            out.extend(cached[1])
+        return out
+
+    def _dense(
+        self, query: str, ready: Sequence[TapIndex], pool: int, notes: list[str]
+    ) -> list[ChunkHit]:
+        embedder = self.embedder()
+        if embedder is None:
+            return []
+        try:
+            qvec = embedder.embed_query(query)
+        except EmbeddingError as exc:
+            notes.append(f"embedding failed, answered lexically: {exc}")
+            return []
+        hits: list[ChunkHit] = []
+        for ti in ready:
+            for sc, score in ti.vector(qvec, pool, embedder.name):
+                entry = ti.entry_for_chunk(sc)
+                if entry is not None:
+                    hits.append(ChunkHit(entry.id, sc, score))
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+    def _llm(
+        self,
+        query: str,
+        ranked: list[SkillCandidate],
+        by_id: Mapping[str, SkillEntry],
+        ranker: str,
+        notes: list[str],
+    ) -> tuple[list[SkillCandidate], str]:
+        top = ranked[: self.settings.skills.llm_top]
+        cands = [
+            Candidate(
+                c.skill_id,
+                by_id[c.skill_id].name,
+                f"{by_id[c.skill_id].description} — {c.chunk.chunk.text[:200]}",
+            )
+            for c in top
+        ]
+        reranker = self.reranker()
+        order = reranker.rerank(query, cands)
+        if order is None:
+            notes.append(f"LLM rerank did not run ({reranker.last_error}) — {ranker} order")
+            return ranked, ranker
+        return apply_order(top, order) + ranked[len(top) :], "llm"
+
+    @staticmethod
+    def _reply(
+        query: str, ranker: str, results: list[dict[str, Any]], started: float, notes: list[str]
+    ) -> dict[str, Any]:
+        reply: dict[str, Any] = {
+            "query": query,
+            "ranker": ranker,
+            "results": results,
+            "took_ms": round((time.perf_counter() - started) * 1000, 2),
+        }
+        if notes:
+            reply["notes"] = notes
+        return reply

@@ -1,0 +1,83 @@
+"""JSON-ready views of skills: search results, list rows, and bounded reads of SKILL.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ep_mcp.errors import NotFoundError
+from ep_mcp.skills.catalog import SkillEntry
+from ep_mcp.skills.ranking import SkillCandidate
+from ep_mcp.skills.tapindex import is_card
+
+SNIPPET_CHARS = 300
+
+
+def render_entry(entry: SkillEntry, *, score: float | None = None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": entry.id,
+        "tap": entry.tap,
+        "name": entry.name,
+        "description": entry.description,
+        "path": entry.skill_file,
+    }
+    if score is not None:
+        row["score"] = round(score, 6)
+    return row
+
+
+def render_candidate(cand: SkillCandidate, entry: SkillEntry, mirrors: list[str]) -> dict[str, Any]:
+    """One search result: the skill, and its best chunk as the snippet (heading and lines)."""
+    sc = cand.chunk
+    if is_card(sc):
+        source, heading, lines = entry.skill_file, [entry.name], entry.frontmatter_lines
+        snippet = entry.description
+    else:
+        source, heading, lines = sc.file.path, list(sc.chunk.heading_path), sc.chunk.line_range
+        snippet = " ".join(sc.chunk.text.split())
+    if len(snippet) > SNIPPET_CHARS:
+        snippet = snippet[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    row = render_entry(entry, score=cand.score)
+    row.update(
+        source_file=source,
+        heading_path=heading,
+        line_range=list(lines),
+        snippet=snippet,
+        content_hash=entry.content_hash,
+        legs=dict(cand.legs),
+    )
+    if mirrors:
+        row["mirrors"] = mirrors
+    return row
+
+
+def read_bounded(
+    entry: SkillEntry, tap_root: Path, max_chars: int, offset: int = 0
+) -> dict[str, Any]:
+    """SKILL.md's text from ``offset``, cut at a line boundary under ``max_chars``, announced."""
+    root = tap_root.resolve()
+    path = (root / entry.skill_file).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        raise NotFoundError(f"{entry.id}: SKILL.md is missing on disk — run `ep-mcp update`")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    total = len(text)
+    offset = max(0, min(int(offset), total))
+    part = text[offset : offset + max_chars]
+    truncated = offset + len(part) < total
+    if truncated and "\n" in part:
+        part = part[: part.rfind("\n") + 1]
+    end = offset + len(part)
+    out: dict[str, Any] = {
+        **render_entry(entry),
+        "files": list(entry.files),
+        "text": part,
+        "offset": offset,
+        "total_chars": total,
+        "truncated": truncated,
+    }
+    if truncated:
+        out["note"] = (
+            f"[truncated at {end} of {total} characters — read the rest with "
+            f"skill_read(name='{entry.tap}:{entry.name}', offset={end})]"
+        )
+    return out

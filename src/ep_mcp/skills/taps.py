@@ -1,0 +1,161 @@
+"""Taps on disk: clones under ``<home>/taps/<owner>__<repo>`` plus folders listed in config.
+
+A clone is made into a temporary folder beside its final place and renamed only when git
+succeeded, so a failed or interrupted clone never leaves a half tap. A local folder listed in
+``skills.taps`` is indexed in place (never cloned) and keyed by a fingerprint of its files.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ep_mcp.config import TapSettings
+from ep_mcp.skills.errors import TapError
+from ep_mcp.skills.git import Git, TapSource, parse_source
+from ep_mcp.skills.tapindex import Tap, path_fingerprint
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    tap: str
+    old: str | None
+    new: str | None
+    changed: bool
+    error: str | None = None
+
+
+class TapManager:
+    def __init__(
+        self,
+        home: Path,
+        config_taps: Sequence[TapSettings],
+        git: Git,
+        clone_timeout_s: float = 300.0,
+    ) -> None:
+        self.root = home / "taps"
+        self.git = git
+        self.config_taps = tuple(config_taps)
+        self.clone_timeout_s = clone_timeout_s
+
+    # -- listing -----------------------------------------------------------------------------
+
+    def _folder_taps(self) -> list[Tap]:
+        out = []
+        for t in self.config_taps:
+            path = Path(t.url.removeprefix("file://")).expanduser()
+            if path.is_absolute() and path.is_dir():
+                name = t.name or f"local__{path.name}"
+                out.append(Tap(name, path.resolve(), path.resolve().as_uri(), cloned=False))
+        return out
+
+    def _remote_config(self) -> list[tuple[TapSource, TapSettings]]:
+        out = []
+        for t in self.config_taps:
+            path = Path(t.url.removeprefix("file://")).expanduser()
+            if path.is_absolute():
+                if not path.is_dir():
+                    logger.warning("skills.taps: %s is not a folder — skipped", t.url)
+                continue
+            try:
+                out.append((parse_source(t.url), t))
+            except TapError as exc:
+                logger.warning("skills.taps: %s", exc)
+        return out
+
+    def all(self) -> list[Tap]:
+        """Every tap: clones on disk, then config folders (first name wins)."""
+        taps: dict[str, Tap] = {}
+        if self.root.is_dir():
+            for child in sorted(self.root.iterdir()):
+                if child.name.startswith(".") or not (child / ".git").exists():
+                    continue
+                taps[child.name] = Tap(child.name, child, "", cloned=True)
+        for tap in self._folder_taps():
+            taps.setdefault(tap.name, tap)
+        return list(taps.values())
+
+    def key(self, tap: Tap) -> str:
+        """What the index is keyed by: the git commit of a clone, a fingerprint of a folder."""
+        return self.git.head(tap.path) if tap.cloned else path_fingerprint(tap.path)
+
+    def describe(self, tap: Tap) -> dict[str, object]:
+        info: dict[str, object] = {"tap": tap.name, "path": str(tap.path), "cloned": tap.cloned}
+        try:
+            info["url"] = self.git.origin(tap.path) if tap.cloned else tap.url
+            info["commit"] = self.key(tap)
+        except TapError as exc:
+            info["error"] = str(exc)
+        return info
+
+    # -- changes -----------------------------------------------------------------------------
+
+    def add(self, source: str, *, allow_file: bool = False, cwd: Path | None = None) -> Tap:
+        """Clone a new tap. Refused sources never reach git; failures leave nothing behind."""
+        parsed = parse_source(source, allow_file=allow_file, cwd=cwd)
+        return self._clone(parsed)
+
+    def _clone(self, parsed: TapSource, name: str | None = None) -> Tap:
+        name = name or parsed.name
+        dest = self.root / name
+        if dest.exists():
+            raise TapError(f"'{name}' is already tapped — refresh it with `ep-mcp update`")
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".partial", dir=self.root))
+        try:
+            self.git.clone(parsed, tmp / "repo", timeout=self.clone_timeout_s)
+            (tmp / "repo").rename(dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        logger.info("tapped %s → %s", parsed.url, dest)
+        return Tap(name, dest, parsed.url, cloned=True)
+
+    def find(self, name: str) -> Tap:
+        taps = {t.name: t for t in self.all()}
+        if name in taps:
+            return taps[name]
+        try:
+            guess = parse_source(name, allow_file=True).name
+        except TapError:
+            guess = name
+        if guess in taps:
+            return taps[guess]
+        raise TapError(f"no tap named '{name}' — taps: {', '.join(taps) or 'none'}")
+
+    def remove(self, name: str) -> Tap:
+        tap = self.find(name)
+        if not tap.cloned:
+            raise TapError(f"'{tap.name}' comes from skills.taps in config.yaml — remove it there")
+        shutil.rmtree(tap.path)
+        return tap
+
+    def update(self, names: Sequence[str] = ()) -> list[UpdateResult]:
+        """Fast-forward every clone (or the named ones); clone config taps that are missing."""
+        results: list[UpdateResult] = []
+        existing = {t.name for t in self.all()}
+        if not names:
+            for parsed, cfg in self._remote_config():
+                name = cfg.name or parsed.name
+                if name in existing:
+                    continue
+                try:
+                    tap = self._clone(parsed, name)
+                    results.append(UpdateResult(name, None, self.git.head(tap.path), True))
+                except TapError as exc:
+                    results.append(UpdateResult(name, None, None, False, str(exc)))
+        chosen = [self.find(n) for n in names] if names else self.all()
+        for tap in chosen:
+            if not tap.cloned:
+                continue
+            try:
+                old, new = self.git.fast_forward(tap.path, timeout=self.clone_timeout_s)
+                results.append(UpdateResult(tap.name, old, new, old != new))
+            except TapError as exc:
+                results.append(UpdateResult(tap.name, None, None, False, str(exc)))
+        return results

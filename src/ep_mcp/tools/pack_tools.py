@@ -1,0 +1,345 @@
+"""The pack tools: ep_search, ep_read, ep_list_topics, ep_graph_traverse (SPEC §5).
+
+Each is a JSON schema plus a handler over the core (`PackRuntime.search`, `ep_mcp.reading`);
+the MCP server, `/search` and the CLI all reach them through the registry.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from ep_mcp.errors import QueryError
+from ep_mcp.reading import MAX_PATH_CHARS, list_topics, read_document, traverse
+from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.tools.registry import ToolContext, ToolSpec, register
+
+MAX_QUERY_CHARS = 2000
+
+PACK_PROPERTY: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "description": "Slug of the pack to use. Required only when several packs are served "
+    "(see ep://{slug}/manifest or GET /packs).",
+}
+
+_PATH = {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS}
+_TAGS = {"type": "array", "items": {"type": "string", "maxLength": 200}, "maxItems": 50}
+
+
+def _schema(properties: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {**properties, "pack": PACK_PROPERTY},
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def _loose_object(properties: Mapping[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "object", "properties": dict(properties), "required": list(required)}
+
+
+SEARCH_INPUT = _schema(
+    {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_QUERY_CHARS,
+            "description": "What to look for, in plain words (no query syntax needed).",
+        },
+        "type": {
+            "type": "string",
+            "maxLength": 200,
+            "description": "Only hits whose frontmatter type is this (e.g. concept, howto).",
+        },
+        "tags": {**_TAGS, "description": "Only hits carrying at least one of these tags."},
+        "max_results": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 50,
+            "default": 10,
+            "description": "How many hits to return (1-50).",
+        },
+        "reconstruct": {
+            "type": "boolean",
+            "default": False,
+            "description": "Add exact provenance: fragment id, line range, byte "
+            "offsets, original markdown and a staleness check.",
+        },
+    },
+    ("query",),
+)
+
+_HIT = _loose_object(
+    {
+        "id": {"type": "string"},
+        "source_file": {"type": "string"},
+        "title": {"type": "string"},
+        "type": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "heading_path": {"type": "array", "items": {"type": "string"}},
+        "text": {"type": "string"},
+        "score": {"type": "number"},
+        "content_hash": {"type": "string"},
+        "line_range": {"type": "array", "items": {"type": "integer"}},
+        "graph_expanded": {"type": "boolean"},
+        "requires_expanded": {"type": "boolean"},
+    },
+    ("id", "source_file", "text", "score"),
+)
+
+SEARCH_OUTPUT = _loose_object(
+    {
+        "query": {"type": "string"},
+        "pack": {"type": "string"},
+        "mode": {"type": "string"},
+        "took_ms": {"type": "number"},
+        "results": {"type": "array", "items": _HIT},
+    },
+    ("query", "pack", "mode", "results"),
+)
+
+READ_INPUT = _schema(
+    {
+        "path": {
+            **_PATH,
+            "description": "Pack-relative file path, e.g. concepts/x.md "
+            "(navigation files such as _index.md are readable too).",
+        },
+        "id": {**_PATH, "description": "Frontmatter id of the atom, e.g. pack/concepts/x."},
+        "section": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 500,
+            "description": "Return only this section: a heading ('Ports') or a heading "
+            "path ('Routing > Setup > Ports').",
+        },
+        "neighbors": {
+            "type": "boolean",
+            "default": False,
+            "description": "With `section`: also return the sections just before and after it.",
+        },
+        "reconstruct": {
+            "type": "boolean",
+            "default": False,
+            "description": "Add byte offsets, a span hash and a fragment id.",
+        },
+    }
+)
+
+_SPAN = _loose_object(
+    {"text": {"type": "string"}, "line_range": {"type": "array", "items": {"type": "integer"}}},
+    ("text", "line_range"),
+)
+
+READ_OUTPUT = _loose_object(
+    {
+        "pack": {"type": "string"},
+        "path": {"type": "string"},
+        "id": {"type": ["string", "null"]},
+        "title": {"type": "string"},
+        "type": {"type": "string"},
+        "text": {"type": "string"},
+        "line_range": {"type": "array", "items": {"type": "integer"}},
+        "section": {"type": ["array", "null"], "items": {"type": "string"}},
+        "requires_resolved": {"type": "array", "items": {"type": "string"}},
+        "neighbors": {"type": "array", "items": _SPAN},
+    },
+    ("pack", "path", "text", "line_range"),
+)
+
+TOPICS_INPUT = _schema(
+    {
+        "type": {
+            "type": "string",
+            "maxLength": 200,
+            "description": "Only files of this frontmatter type.",
+        }
+    }
+)
+
+TOPICS_OUTPUT = _loose_object(
+    {
+        "pack": {"type": "string"},
+        "files": {"type": "integer"},
+        "topics": {
+            "type": "array",
+            "items": _loose_object(
+                {
+                    "type": {"type": "string"},
+                    "count": {"type": "integer"},
+                    "files": {"type": "array", "items": {"type": "object"}},
+                },
+                ("type", "count", "files"),
+            ),
+        },
+    },
+    ("pack", "files", "topics"),
+)
+
+GRAPH_INPUT = _schema(
+    {
+        "file_path": {**_PATH, "description": "Start from this pack-relative file."},
+        "node_id": {**_PATH, "description": "Or start from this node / frontmatter id."},
+        "depth": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 3,
+            "default": 1,
+            "description": "How many hops to follow (1-3).",
+        },
+        "edge_kinds": {
+            **_TAGS,
+            "description": "Only these edge kinds (e.g. wikilink, related, "
+            "or a _graph.yaml kind such as requires).",
+        },
+    }
+)
+
+GRAPH_OUTPUT = _loose_object(
+    {
+        "pack": {"type": "string"},
+        "start": {"type": "string"},
+        "depth": {"type": "integer"},
+        "nodes": {"type": "array", "items": {"type": "object"}},
+        "edges": {
+            "type": "array",
+            "items": _loose_object(
+                {
+                    "source": {"type": "string"},
+                    "target": {"type": "string"},
+                    "kind": {"type": "string"},
+                },
+                ("source", "target", "kind"),
+            ),
+        },
+    },
+    ("pack", "start", "nodes", "edges"),
+)
+
+
+def _runtime(ctx: ToolContext, args: Mapping[str, Any]) -> Any:
+    return ctx.library.get(args.get("pack"))
+
+
+_locks_guard = threading.Lock()
+_search_locks: dict[int, threading.Lock] = {}
+
+
+def _search_lock(store: Any) -> threading.Lock:
+    """One search at a time per index: the store's single apsw connection raises
+    ThreadingViolationError when two threads query it at once (a lexical query installs a
+    progress handler). Remove once the store hands each thread its own reader."""
+    with _locks_guard:
+        return _search_locks.setdefault(id(store), threading.Lock())
+
+
+def search_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    rt = _runtime(ctx, args)
+    query = str(args["query"])
+    if not query.strip():
+        raise QueryError("ep_search: query is blank — pass some words to search for")
+    request = SearchRequest(
+        query=query,
+        k=int(args.get("max_results", 10)),
+        type=args.get("type") or None,
+        tags=tuple(args.get("tags") or ()),
+        reconstruct=bool(args.get("reconstruct", False)),
+        vector=ctx.extras.get("vector"),  # HTTP POST /search only; not in the MCP schema
+    )
+    with _search_lock(rt.store):
+        result: dict[str, Any] = rt.search(request).to_dict()
+    return result
+
+
+def read_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    if ("path" in args) == ("id" in args):
+        raise QueryError("ep_read: pass exactly one of `path` or `id`")
+    if args.get("neighbors") and "section" not in args:
+        raise QueryError("ep_read: `neighbors` needs `section` — name the section to centre on")
+    rt = _runtime(ctx, args)
+    out = read_document(
+        rt.pack,
+        path=args.get("path"),
+        doc_id=args.get("id"),
+        section=args.get("section"),
+        neighbors=bool(args.get("neighbors", False)),
+        reconstruct=bool(args.get("reconstruct", False)),
+    )
+    return {"pack": rt.slug, **out}
+
+
+def topics_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    return list_topics(_runtime(ctx, args).pack, args.get("type"))
+
+
+def graph_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    if ("file_path" in args) == ("node_id" in args):
+        raise QueryError("ep_graph_traverse: pass exactly one of `file_path` or `node_id`")
+    rt = _runtime(ctx, args)
+    start = str(args.get("file_path") or args.get("node_id"))
+    return traverse(rt.pack, start, int(args.get("depth", 1)), args.get("edge_kinds"))
+
+
+register(
+    ToolSpec(
+        name="ep_search",
+        title="Search the pack",
+        description=(
+            "Hybrid (keyword + semantic) search over the pack's markdown atoms. Returns the best "
+            "sections with their file, heading path, score and text. Then read the whole atom "
+            "behind a hit with ep_read, follow its `requires`, and stop when you can answer. "
+            "An empty result means the pack does not cover the question: say so, do not guess."
+        ),
+        input_schema=SEARCH_INPUT,
+        output_schema=SEARCH_OUTPUT,
+        handler=search_handler,
+    )
+)
+
+register(
+    ToolSpec(
+        name="ep_read",
+        title="Read an atom",
+        description=(
+            "Read one file of the pack exactly as written (frontmatter included), by `path` or "
+            "frontmatter `id`; or only one `section` (a heading or 'A > B' heading path), with "
+            "`neighbors` for the sections around it. Navigation files (_index.md) are readable."
+        ),
+        input_schema=READ_INPUT,
+        output_schema=READ_OUTPUT,
+        handler=read_handler,
+    )
+)
+
+register(
+    ToolSpec(
+        name="ep_list_topics",
+        title="List the pack's topics",
+        description=(
+            "The pack's structure: every file grouped by frontmatter type (concept, howto, ...), "
+            "with title, id and whether it is a navigation file. Filter with `type`."
+        ),
+        input_schema=TOPICS_INPUT,
+        output_schema=TOPICS_OUTPUT,
+        handler=topics_handler,
+    )
+)
+
+register(
+    ToolSpec(
+        name="ep_graph_traverse",
+        title="Walk the link graph",
+        description=(
+            "Files linked to a start file or node id through _graph.yaml edges, wikilinks and "
+            "related: entries, in both directions, up to `depth` hops (1-3), optionally only "
+            "some `edge_kinds`."
+        ),
+        input_schema=GRAPH_INPUT,
+        output_schema=GRAPH_OUTPUT,
+        handler=graph_handler,
+    )
+)

@@ -1,0 +1,225 @@
+"""The skills-hub tools: skill_search, skill_list, skill_info, skill_read, skill_discover_github.
+
+Registered with ``group="skills"``; the MCP server lists them when a hub is served, and the CLI's
+``ep-mcp skills …`` commands call them through the same registry. Handlers take the hub from
+``ToolContext.hub`` and raise ``EpMcpError``s (rendered as ``isError`` results) — never
+anything else for bad input or a missing outside tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ep_mcp.errors import NotFoundError
+from ep_mcp.tools.registry import ToolContext, ToolSpec, register
+
+MAX_QUERY_CHARS = 2000
+_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 300,
+    "description": "A skill name from skill_list or skill_search. When several taps have a skill "
+    "of that name, ask for one as `tap:name` (or use the result's `id`).",
+}
+
+
+_SEARCH_TEXT = """
+    Search every tapped skill repository for the skill that fits a task. Describe the task in
+    plain words ("my tests fail intermittently", "build an MCP server"). Returns one result per
+    skill, best first, with the best-matching section as the snippet (heading and line range)
+    and the `ranker` used (hybrid, lexical, dense, frontmatter or llm). An empty list is a real
+    answer: no tapped skill fits. Then read the winner with skill_read.
+"""
+SEARCH_DESCRIPTION = " ".join(_SEARCH_TEXT.split())
+
+
+def _hub(ctx: ToolContext) -> Any:
+    if ctx.hub is None:
+        raise NotFoundError(
+            "the skills hub is not enabled here — tap a repository with "
+            "`ep-mcp tap owner/repo` and serve with the hub on"
+        )
+    return ctx.hub
+
+
+def _object(properties: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def _loose(properties: Mapping[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "object", "properties": dict(properties), "required": list(required)}
+
+
+_SKILL_ROW = _loose(
+    {
+        "id": {"type": "string"},
+        "tap": {"type": "string"},
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "path": {"type": "string"},
+    },
+    ("id", "tap", "name"),
+)
+
+
+def _search(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = _hub(ctx).search(
+        args["query"], int(args.get("limit", 10)), smart=args.get("smart")
+    )
+    return result
+
+
+def _list(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    rows = _hub(ctx).list_skills()
+    return {"count": len(rows), "skills": rows}
+
+
+def _info(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = _hub(ctx).info(args["name"])
+    return result
+
+
+def _read(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = _hub(ctx).read(args["name"], offset=int(args.get("offset", 0)))
+    return result
+
+
+def _discover(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = _hub(ctx).discover(args["query"], int(args.get("limit", 20)))
+    return result
+
+
+register(
+    ToolSpec(
+        name="skill_search",
+        title="Find the best skill for a task",
+        description=SEARCH_DESCRIPTION,
+        input_schema=_object(
+            {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_QUERY_CHARS,
+                    "description": "The task, in plain words.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 50,
+                    "default": 10,
+                    "description": "How many skills to return (1-50).",
+                },
+                "smart": {
+                    "type": "boolean",
+                    "description": "Ask an LLM to rerank the shortlist (slower; falls back to "
+                    "retrieval order). Default: the server's setting.",
+                },
+            },
+            ("query",),
+        ),
+        output_schema=_loose(
+            {
+                "query": {"type": "string"},
+                "ranker": {"type": "string"},
+                "results": {"type": "array", "items": _SKILL_ROW},
+                "took_ms": {"type": "number"},
+                "notes": {"type": "array", "items": {"type": "string"}},
+            },
+            ("query", "ranker", "results"),
+        ),
+        handler=_search,
+        group="skills",
+    )
+)
+
+register(
+    ToolSpec(
+        name="skill_list",
+        title="List tapped skills",
+        description="List every skill of every tapped repository: id (tap:folder), tap, name, "
+        "description and the path of its SKILL.md.",
+        input_schema=_object({}),
+        output_schema=_loose(
+            {"count": {"type": "integer"}, "skills": {"type": "array", "items": _SKILL_ROW}},
+            ("skills",),
+        ),
+        handler=_list,
+        group="skills",
+    )
+)
+
+register(
+    ToolSpec(
+        name="skill_info",
+        title="Describe one skill",
+        description="A skill's tap, description, SKILL.md path, supporting files and headings.",
+        input_schema=_object({"name": _NAME}, ("name",)),
+        output_schema=_SKILL_ROW,
+        handler=_info,
+        group="skills",
+    )
+)
+
+register(
+    ToolSpec(
+        name="skill_read",
+        title="Read a skill's SKILL.md",
+        description="The text of a skill's SKILL.md, up to a size budget. When it is longer the "
+        "reply says `truncated: true` and gives the `offset` to continue from.",
+        input_schema=_object(
+            {
+                "name": _NAME,
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "default": 0,
+                    "description": "Character offset to continue a truncated read from.",
+                },
+            },
+            ("name",),
+        ),
+        output_schema=_loose(
+            {
+                **_SKILL_ROW["properties"],
+                "text": {"type": "string"},
+                "truncated": {"type": "boolean"},
+                "total_chars": {"type": "integer"},
+            },
+            ("id", "text", "truncated"),
+        ),
+        handler=_read,
+        group="skills",
+    )
+)
+
+register(
+    ToolSpec(
+        name="skill_discover_github",
+        title="Discover skill repositories on GitHub",
+        description="Search GitHub for SKILL.md files matching a query (needs the `gh` CLI, logged "
+        "in). Each result names the repository and the command that taps it. Without `gh` the "
+        "error says how to get it.",
+        input_schema=_object(
+            {
+                "query": {"type": "string", "maxLength": 300, "description": "Words to look for."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+            },
+            ("query",),
+        ),
+        output_schema=_loose(
+            {
+                "query": {"type": "string"},
+                "results": {"type": "array", "items": {"type": "object"}},
+            },
+            ("results",),
+        ),
+        handler=_discover,
+        group="skills",
+    )
+)

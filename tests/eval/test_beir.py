@@ -1,0 +1,54 @@
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from ep_mcp.errors import NotFoundError
+from ep_mcp.eval.beir import load_beir, materialise, ndcg_at, percentile, recall_at
+
+
+def test_ndcg_is_one_for_the_ideal_ranking_and_discounts_later_hits() -> None:
+    rel = {"a": 1, "b": 1}
+    assert ndcg_at(["a", "b", "c"], rel) == 1.0
+    assert ndcg_at(["c", "a"], {"a": 1}) == pytest.approx(1 / math.log2(3))
+    assert ndcg_at(["c"], {}) == 0.0
+
+
+def test_recall_counts_relevant_documents_in_the_cut() -> None:
+    assert recall_at(["a", "x", "b"], {"a": 1, "b": 1, "c": 1}, k=2) == pytest.approx(1 / 3)
+
+
+def test_percentiles_pick_from_the_sorted_samples() -> None:
+    assert percentile([5.0, 1.0, 3.0], 50) == 3.0
+    assert percentile([], 50) == 0.0
+
+
+def write_beir(root: Path) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    docs = [
+        {"_id": "d1", "title": "Solar panels", "text": "Panels make DC."},
+        {"_id": "d/2", "title": "", "text": "Batteries store energy."},
+    ]
+    (root / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs))
+    (root / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "panels"})
+        + "\n"
+        + json.dumps({"_id": "q9", "text": "unjudged"})
+    )
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return root
+
+
+def test_a_beir_folder_loads_with_only_judged_queries(tmp_path: Path) -> None:
+    data = load_beir(write_beir(tmp_path / "set"))
+    assert list(data.queries) == ["q1"] and data.qrels == {"q1": {"d1": 1}}
+    mapping = materialise(data, tmp_path / "docs")
+    assert mapping == {"d1.md": "d1", "d_2.md": "d/2"}
+    assert (tmp_path / "docs" / "d1.md").read_text() == "# Solar panels\n\nPanels make DC.\n"
+    assert (tmp_path / "docs" / "d_2.md").read_text().startswith("# d/2\n")
+
+
+def test_a_missing_qrels_file_says_what_a_beir_folder_holds(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match=r"qrels/dev\.tsv"):
+        load_beir(write_beir(tmp_path / "set"), "dev")

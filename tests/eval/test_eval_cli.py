@@ -1,0 +1,101 @@
+"""The eval and bench commands end to end on tiny inputs, with the hashing embedder."""
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ep_mcp.cli import main
+
+from .test_beir import write_beir
+
+
+def test_eval_prints_metrics_per_pack_and_category(tmp_path: Path) -> None:
+    pack = tmp_path / "packs" / "demo"
+    pack.mkdir(parents=True)
+    (pack / "solar.md").write_text("# Solar\n\nSolar panels make direct current.\n")
+    (pack / "wind.md").write_text("# Wind\n\nWind turbines spin in the breeze.\n")
+    golden = tmp_path / "golden.yaml"
+    golden.write_text(
+        "pack: demo\nqueries:\n  - id: d1\n    query: solar panels\n"
+        "    category: keyword\n    expected: [solar.md]\n"
+    )
+    args = [
+        "eval",
+        "--golden",
+        str(golden),
+        "--packs-root",
+        str(tmp_path / "packs"),
+        "--provider",
+        "hashing",
+        "--work",
+        str(tmp_path / "work"),
+    ]
+    out = CliRunner().invoke(main, [*args, "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data[0]["overall"]["recall@1"] == 1.0 and data[0]["overall"]["mrr"] == 1.0
+    table = CliRunner().invoke(main, args)
+    assert "keyword" in table.output and "ALL" in table.output
+
+
+def test_bench_beir_reports_ndcg_recall_and_latency(tmp_path: Path) -> None:
+    folder = write_beir(tmp_path / "tiny")
+    out = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "beir",
+            str(folder),
+            "--provider",
+            "hashing",
+            "--work",
+            str(tmp_path / "work"),
+            "--json",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    rep = json.loads(out.output)
+    assert rep["ndcg_at_10"] == 1.0 and rep["recall_at_100"] == 1.0 and rep["docs"] == 2
+    lexical = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "beir",
+            str(folder),
+            "--mode",
+            "lexical",
+            "--provider",
+            "hashing",
+            "--work",
+            str(tmp_path / "work"),
+            "--json",
+        ],
+    )
+    assert json.loads(lexical.output)["mode"] == "lexical"
+
+
+def test_bench_query_times_a_pack_and_a_small_synthetic_index(tmp_path: Path) -> None:
+    pack = tmp_path / "demo"
+    pack.mkdir()
+    (pack / "solar.md").write_text("# Solar\n\nSolar panels make direct current.\n")
+    out = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "query",
+            str(pack),
+            "--provider",
+            "hashing",
+            "--repeats",
+            "1",
+            "--synthetic",
+            "200",
+            "--work",
+            str(tmp_path / "work"),
+            "--json",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    labels = [r["label"] for r in json.loads(out.output)["latency"]]
+    assert labels[0] == "embedding the query" and labels[-1].startswith("synthetic 200 chunks")

@@ -1,0 +1,59 @@
+import datetime as dt
+
+import pytest
+
+from ep_mcp.retrieval.freshness import freshness, parse_duration_days
+
+TODAY = dt.date(2026, 6, 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "days"),
+    [
+        ("P90D", 90),
+        ("P3M", 90),
+        ("P1Y", 365),
+        ("P2W", 14),
+        ("P1Y2M3D", 365 + 60 + 3),
+        ("PT36H", 1.5),
+        ("30", 30),
+        ("", None),
+        (None, None),
+        ("P", None),
+        ("soon", None),
+    ],
+)
+def test_iso_durations_in_days(text: str | None, days: float | None) -> None:
+    assert parse_duration_days(text) == (pytest.approx(days) if days is not None else None)
+
+
+def test_age_in_days_since_verified() -> None:
+    f = freshness("2026-05-02", None, None, None, TODAY)
+    assert (f.verified_age_days, f.age_stale, f.expired) == (30, False, False)
+
+
+def test_the_files_refresh_wins_over_the_manifest_cycle() -> None:
+    assert freshness("2026-03-01", "P30D", "P1Y", None, TODAY).age_stale
+    assert not freshness("2026-03-01", None, "P1Y", None, TODAY).age_stale
+    assert freshness("2026-03-01", None, "P90D", None, TODAY).age_stale  # 92 days > 90
+
+
+def test_exactly_at_the_cycle_is_not_yet_stale() -> None:
+    assert not freshness("2026-03-03", None, "P90D", None, TODAY).age_stale  # 90 days
+
+
+def test_expired_once_expires_at_has_passed() -> None:
+    assert freshness(None, None, None, "2026-05-31", TODAY).expired
+    assert not freshness(None, None, None, "2026-06-01", TODAY).expired
+    assert freshness(None, None, None, "2026-05-31", TODAY).expires_at == "2026-05-31"
+
+
+def test_missing_or_unreadable_dates_give_no_age() -> None:
+    f = freshness("sometime", "P1D", None, "never", TODAY)
+    assert (f.verified_age_days, f.age_stale, f.expired) == (None, False, False)
+
+
+def test_dates_and_datetimes_from_yaml_are_accepted() -> None:
+    assert freshness(dt.date(2026, 5, 31), None, None, None, TODAY).verified_age_days == 1
+    stamp = dt.datetime(2026, 5, 30, 23, 0)
+    assert freshness(stamp, None, None, None, TODAY).verified_age_days == 2

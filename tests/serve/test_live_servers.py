@@ -1,0 +1,156 @@
+"""Real servers: `ep-mcp serve` over stdio (two packs) and over HTTP on a real uvicorn."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+CLI = [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
+
+
+async def exercise(c: Client, pack: str | None) -> None:
+    """List and call every tool, read every resource kind, get a prompt."""
+    extra = {"pack": pack} if pack else {}
+    tools = {t.name for t in (await c.list_tools()).tools}
+    assert tools == {"ep_search", "ep_read", "ep_list_topics", "ep_graph_traverse"}
+    for name, args in [
+        ("ep_search", {"query": "admin port"}),
+        ("ep_read", {"path": "concepts/routing.md", "section": "Setup"}),
+        ("ep_list_topics", {}),
+        ("ep_graph_traverse", {"file_path": "concepts/routing.md", "depth": 2}),
+    ]:
+        r = await c.call_tool(name, {**args, **extra})
+        assert not r.is_error, (name, r.content)
+    for uri in [
+        "ep://alpha/manifest",
+        "ep://alpha/authority",
+        "ep://alpha/files",
+        "ep://alpha/file/overview.md",
+        "skill://alpha/SKILL.md",
+        "skill://alpha/concepts/ports.md",
+    ]:
+        assert (await c.read_resource(uri)).contents
+    prompts = [p.name for p in (await c.list_prompts()).prompts]
+    got = await c.get_prompt(prompts[0], {"question": "link down"})
+    assert "link down" in got.messages[0].content.text  # type: ignore[union-attr]
+
+
+def test_stdio_subprocess_serves_two_packs(packs: dict[str, Path]) -> None:
+    params = StdioServerParameters(
+        command=CLI[0],
+        args=[
+            *CLI[1:],
+            "serve",
+            str(packs["alpha"]),
+            str(packs["beta"]),
+            "--provider",
+            "hashing",
+            "--no-watch",
+        ],
+        env=dict(os.environ),
+    )
+
+    async def go() -> None:
+        with anyio.fail_after(60):
+            async with Client(params) as c:
+                assert c.protocol_version == "2026-07-28"
+                await exercise(c, "alpha")
+                r = await c.call_tool("ep_search", {"query": "tomatoes", "pack": "beta"})
+                assert r.structured_content["results"][0]["source_file"] == "gardening.md"
+
+    anyio.run(go)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def http_server(
+    packs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Path]]:
+    tmp_path = tmp_path_factory.mktemp("server")
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"packs:\n  - path: {packs['alpha']}\n    api_keys: [sk-alpha]\n"
+        f"  - path: {packs['beta']}\n    slug: beta\n"
+        "embedding:\n  provider: hashing\nserver:\n  watch: false\n",
+        encoding="utf-8",
+    )
+    port = free_port()
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*CLI, "serve", "--config", str(config), "--transport", "http", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "EP_MCP_HOME": str(tmp_path / "home")},
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, log.read_text()
+                try:
+                    if httpx2.get(f"{base}/health", timeout=1).status_code == 200:
+                        break
+                except httpx2.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "server did not start in 60 s"
+                time.sleep(0.1)
+            yield base, log
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def _client(url: str, key: str | None, mode: str) -> Client:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=30)
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_http_uvicorn_serves_mcp_per_pack_and_for_all(http_server: Any, mode: str) -> None:
+    base, log = http_server
+
+    async def go() -> None:
+        with anyio.fail_after(60):
+            async with _client(f"{base}/packs/alpha/mcp", "sk-alpha", mode) as c:
+                assert c.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
+                await exercise(c, None)
+            async with _client(f"{base}/mcp", "sk-alpha", mode) as c:
+                await exercise(c, "alpha")
+                r = await c.call_tool("ep_search", {"query": "compost", "pack": "beta"})
+                assert not r.is_error
+
+    anyio.run(go)
+    r = httpx2.get(f"{base}/search", params={"q": "compost", "pack": "beta"})
+    assert r.status_code == 200 and r.json()["results"]
+    r = httpx2.get(
+        f"{base}/search",
+        params={"q": "port", "pack": "alpha"},
+        headers={"Authorization": "Bearer sk-wrong"},
+    )
+    assert r.status_code == 401
+    r = httpx2.get(f"{base}/health", headers={"Host": "evil.example.com"})
+    assert r.status_code == 421
+    assert "sk-alpha" not in log.read_text() and "sk-wrong" not in log.read_text()
