@@ -160,6 +160,8 @@ class Store:
             raise IndexBuildError(f"cannot open index {path}: {exc} — check the folder") from exc
         self._conn.setbusytimeout(5000)
         self._lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[Any] = []
         self._matrix: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
         if not read_only:
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -171,7 +173,30 @@ class Store:
 
     def close(self) -> None:
         with self._lock:
+            for reader in self._readers:
+                reader.close()
+            self._readers.clear()
             self._conn.close()
+
+    def _reader(self) -> Any:
+        """This thread's own read-only connection (WAL readers never block each other).
+
+        Queries run on worker threads in the servers; one connection per thread keeps apsw's
+        per-connection state (the progress handler that bounds a lexical query) private.
+        """
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+            conn.setbusytimeout(5000)
+            if self.vector_engine == "sqlite-vec":
+                import sqlite_vec
+
+                conn.enable_load_extension(True)
+                conn.load_extension(sqlite_vec.loadable_path())
+            self._local.conn = conn
+            with self._lock:
+                self._readers.append(conn)
+        return conn
 
     def _migrate(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchall()[0][0]
@@ -208,7 +233,7 @@ class Store:
     # -- metadata ----------------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
-        rows = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchall()
+        rows = self._reader().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchall()
         return str(rows[0][0]) if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
@@ -224,12 +249,12 @@ class Store:
 
     def file_states(self) -> dict[str, tuple[str, str | None]]:
         """path → (file_hash, sidecar_hash) of every indexed file."""
-        rows = self._conn.execute("SELECT path, file_hash, sidecar_hash FROM files")
+        rows = self._reader().execute("SELECT path, file_hash, sidecar_hash FROM files")
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def counts(self) -> dict[str, int]:
         def one(sql: str) -> int:
-            return int(self._conn.execute(sql).fetchall()[0][0])
+            return int(self._reader().execute(sql).fetchall()[0][0])
 
         return {
             "files": one("SELECT count(*) FROM files"),
@@ -248,7 +273,7 @@ class Store:
             batch = keys[start : start + 500]
             marks = ",".join("?" * len(batch))
             sql = f"SELECT key, vec FROM embed_cache WHERE key IN ({marks})"
-            for key, blob in self._conn.execute(sql, tuple(batch)):
+            for key, blob in self._reader().execute(sql, tuple(batch)):
                 found[key] = np.frombuffer(blob, dtype="<f4")
         return found
 
@@ -272,7 +297,7 @@ class Store:
             ids = [r[0] for r in self._conn.execute("SELECT id FROM chunks WHERE path=?", (path,))]
             for cid in ids:
                 self._conn.execute("DELETE FROM chunks_fts WHERE rowid=?", (cid,))
-                if self._has_vec0():
+                if self._has_vec0(self._conn):
                     self._conn.execute("DELETE FROM chunks_vec WHERE chunk_id=?", (cid,))
             self._conn.execute(
                 "DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE path=?)",
@@ -338,25 +363,26 @@ class Store:
     def finish_build(self, features: Mapping[str, Any]) -> None:
         """Record the build's features and bump the generation (call inside the transaction)."""
         self.set_meta("index_features", json.dumps(dict(features), sort_keys=True))
-        self.set_meta("generation", str(int(self.get_meta("generation") or "0") + 1))
+        rows = self._conn.execute("SELECT value FROM meta WHERE key='generation'").fetchall()
+        self.set_meta("generation", str(int(rows[0][0] if rows else 0) + 1))
         self.set_meta("indexed_at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self._matrix = None
 
     # -- sqlite-vec mirror -------------------------------------------------------------------
 
-    def _has_vec0(self) -> bool:
-        rows = self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchall()
+    def _has_vec0(self, conn: Any = None) -> bool:
+        rows = (conn or self._reader()).execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchall()
         return bool(rows)
 
     def _ensure_vec0(self, dim: int) -> None:
-        if not self._has_vec0():
+        if not self._has_vec0(self._conn):
             self._conn.execute(
                 f"CREATE VIRTUAL TABLE chunks_vec USING vec0(chunk_id INTEGER PRIMARY KEY, "
                 f"embedding float[{int(dim)}] distance_metric=cosine)"
             )
 
     def _drop_vec0(self) -> None:
-        if self.vector_engine == "sqlite-vec" and self._has_vec0():
+        if self.vector_engine == "sqlite-vec" and self._has_vec0(self._conn):
             self._conn.execute("DROP TABLE chunks_vec")
 
     # -- lexical -----------------------------------------------------------------------------
@@ -386,17 +412,17 @@ class Store:
         )
         deadline = time.monotonic() + time_limit_ms / 1000.0
         out: list[tuple[int, float]] = []
-        with self._lock:
-            self._conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
-            try:
-                for rowid, score in self._conn.execute(sql, (match, n)):
-                    out.append((int(rowid), float(score)))
-            except apsw.InterruptError:
-                logger.warning("lexical search hit its %d ms limit — partial result", time_limit_ms)
-            except apsw.SQLError as exc:
-                logger.warning("lexical search failed for %r: %s", match[:200], exc)
-            finally:
-                self._conn.set_progress_handler(None)
+        conn = self._reader()
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+        try:
+            for rowid, score in conn.execute(sql, (match, n)):
+                out.append((int(rowid), float(score)))
+        except apsw.InterruptError:
+            logger.warning("lexical search hit its %d ms limit — partial result", time_limit_ms)
+        except apsw.SQLError as exc:
+            logger.warning("lexical search failed for %r: %s", match[:200], exc)
+        finally:
+            conn.set_progress_handler(None)
         if paths is not None:
             allowed = set(paths)
             owners = self.paths_of([cid for cid, _ in out])
@@ -409,8 +435,11 @@ class Store:
         import numpy as np
 
         gen = int(self.get_meta("generation") or "0")
-        if self._matrix is None or self._matrix[0] != gen:
-            rows = self._conn.execute("SELECT chunk_id, vec FROM vectors ORDER BY chunk_id")
+        cached = self._matrix
+        if cached is not None and cached[0] == gen:
+            return cached[1], cached[2]
+        with self._lock:
+            rows = self._reader().execute("SELECT chunk_id, vec FROM vectors ORDER BY chunk_id")
             ids: list[int] = []
             blobs: list[bytes] = []
             for cid, blob in rows:
@@ -421,25 +450,25 @@ class Store:
                 mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
             else:
                 mat = np.zeros((0, 0), dtype=np.float32)
-            self._matrix = (gen, np.asarray(ids, dtype=np.int64), mat.astype(np.float32))
-        return self._matrix[1], self._matrix[2]
+            loaded = (gen, np.asarray(ids, dtype=np.int64), mat.astype(np.float32))
+            self._matrix = loaded
+        return loaded[1], loaded[2]
 
     def has_vectors(self) -> bool:
-        return bool(self._conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchall())
+        return bool(self._reader().execute("SELECT 1 FROM vectors LIMIT 1").fetchall())
 
     def vector_top(self, query: npt.NDArray[np.float32], n: int) -> list[tuple[int, float]]:
         """Nearest chunks by cosine similarity, best first, as (chunk_id, similarity)."""
         import numpy as np
 
-        with self._lock:
-            if self.vector_engine == "sqlite-vec" and self._has_vec0():
-                rows = self._conn.execute(
-                    "SELECT chunk_id, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ? "
-                    "ORDER BY distance",
-                    (_blob(query), int(n)),
-                )
-                return [(int(cid), 1.0 - float(dist)) for cid, dist in rows]
-            ids, mat = self._load_matrix()
+        if self.vector_engine == "sqlite-vec" and self._has_vec0():
+            rows = self._reader().execute(
+                "SELECT chunk_id, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ? "
+                "ORDER BY distance",
+                (_blob(query), int(n)),
+            )
+            return [(int(cid), 1.0 - float(dist)) for cid, dist in rows]
+        ids, mat = self._load_matrix()
         if len(ids) == 0:
             return []
         if mat.shape[1] != query.shape[0]:
@@ -456,8 +485,7 @@ class Store:
     def vectors_for(self, chunk_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         import numpy as np
 
-        with self._lock:
-            ids, mat = self._load_matrix()
+        ids, mat = self._load_matrix()
         if len(ids) == 0:
             return {}
         pos = np.searchsorted(ids, np.asarray(chunk_ids, dtype=np.int64))
@@ -526,8 +554,7 @@ class Store:
                 f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
                 f"WHERE c.id IN ({marks})"
             )
-            with self._lock:
-                rows = self._conn.execute(sql, batch).fetchall()
+            rows = self._reader().execute(sql, batch).fetchall()
             for row in rows:
                 sc = self._row(row)
                 out[sc.id] = sc
@@ -538,27 +565,24 @@ class Store:
             f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
             "WHERE c.path = ? ORDER BY c.chunk_index"
         )
-        with self._lock:
-            return [self._row(r) for r in self._conn.execute(sql, (path,)).fetchall()]
+        return [self._row(r) for r in self._reader().execute(sql, (path,)).fetchall()]
 
     def paths_of(self, chunk_ids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}
         for start in range(0, len(chunk_ids), 500):
             batch = tuple(chunk_ids[start : start + 500])
             marks = ",".join("?" * len(batch))
-            with self._lock:
-                rows = self._conn.execute(
-                    f"SELECT id, path FROM chunks WHERE id IN ({marks})", batch
-                ).fetchall()
+            rows = self._reader().execute(
+                f"SELECT id, path FROM chunks WHERE id IN ({marks})", batch
+            ).fetchall()
             out.update({int(r[0]): str(r[1]) for r in rows})
         return out
 
     def files(self) -> list[FileRecord]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id, "
-                "info FROM files ORDER BY path"
-            ).fetchall()
+        rows = self._reader().execute(
+            "SELECT path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id, "
+            "info FROM files ORDER BY path"
+        ).fetchall()
         return [
             FileRecord(
                 r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], json.loads(r[8])
