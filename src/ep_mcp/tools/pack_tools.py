@@ -6,7 +6,6 @@ the MCP server, `/search` and the CLI all reach them through the registry.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -225,18 +224,6 @@ def _runtime(ctx: ToolContext, args: Mapping[str, Any]) -> Any:
     return ctx.library.get(args.get("pack"))
 
 
-_locks_guard = threading.Lock()
-_search_locks: dict[int, threading.Lock] = {}
-
-
-def _search_lock(store: Any) -> threading.Lock:
-    """One search at a time per index: the store's single apsw connection raises
-    ThreadingViolationError when two threads query it at once (a lexical query installs a
-    progress handler). Remove once the store hands each thread its own reader."""
-    with _locks_guard:
-        return _search_locks.setdefault(id(store), threading.Lock())
-
-
 def search_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     rt = _runtime(ctx, args)
     query = str(args["query"])
@@ -250,8 +237,7 @@ def search_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
         reconstruct=bool(args.get("reconstruct", False)),
         vector=ctx.extras.get("vector"),  # HTTP POST /search only; not in the MCP schema
     )
-    with _search_lock(rt.store):
-        result: dict[str, Any] = rt.search(request).to_dict()
+    result: dict[str, Any] = rt.search(request).to_dict()
     return result
 
 
