@@ -39,6 +39,8 @@ def make_pack(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Per-user data (taps, read-only packs' indexes) goes to a temp folder in tests."""
     monkeypatch.setenv("EP_MCP_HOME", str(tmp_path_factory.mktemp("ep-home")))

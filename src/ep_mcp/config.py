@@ -38,7 +38,7 @@ class RetrievalSettings:
     cosine_floor: float = 0.0  # activation: best dense cosine below this …
     margin_floor: float = 0.0  # … or best cosine this little above the pool's crowd …
     coverage_floor: float = 0.0  # … and lexical term coverage below this → empty answer
-    score_ratio: float = 0.0  # then keep hits scoring ≥ ratio × best
+    score_ratio: float = 0.0  # then keep hits scoring ≥ ratio * best
     type_match_boost: float = 0.05  # boosts are fractions of the best fused score
     tag_match_boost: float = 0.03
     always_tier_boost: float = 0.03
@@ -227,7 +227,9 @@ def build_dataclass(cls: type[Any], data: Mapping[str, Any], path: str, base: Pa
             and f.default is dataclasses.MISSING
             and f.default_factory is dataclasses.MISSING
         ]
-        raise ConfigError(f"{path or 'config'}: missing required key(s) {', '.join(missing)}") from exc
+        raise ConfigError(
+            f"{path or 'config'}: missing required key(s) {', '.join(missing)}"
+        ) from exc
 
 
 _VALID_CHOICES: dict[str, tuple[str, ...]] = {
@@ -241,17 +243,36 @@ def validate(settings: Settings) -> None:
     r = settings.retrieval
     if r.fusion not in _VALID_CHOICES["retrieval.fusion"]:
         raise ConfigError(f"retrieval.fusion: must be one of rrf, weighted — got {r.fusion!r}")
-    for name in ("mmr_lambda", "graph_decay", "score_ratio", "vector_weight", "text_weight",
-                 "coverage_floor", "length_penalty", "freshness_penalty"):
+    for name in (
+        "mmr_lambda",
+        "graph_decay",
+        "score_ratio",
+        "vector_weight",
+        "text_weight",
+        "coverage_floor",
+        "length_penalty",
+        "freshness_penalty",
+    ):
         v = getattr(r, name)
         if not 0.0 <= v <= 1.0:
             raise ConfigError(f"retrieval.{name}: must be between 0 and 1 — got {v}")
-    for name in ("rrf_k", "candidate_multiplier", "min_candidates", "lexical_time_limit_ms",
-                 "requires_max_atoms", "requires_token_budget"):
+    for name in (
+        "rrf_k",
+        "candidate_multiplier",
+        "min_candidates",
+        "lexical_time_limit_ms",
+        "requires_max_atoms",
+        "requires_token_budget",
+    ):
         if getattr(r, name) < 1:
             raise ConfigError(f"retrieval.{name}: must be at least 1 — got {getattr(r, name)}")
-    for name in ("graph_depth", "graph_reserved_slots", "requires_max_depth",
-                 "max_chunks_per_file", "length_penalty_chars"):
+    for name in (
+        "graph_depth",
+        "graph_reserved_slots",
+        "requires_max_depth",
+        "max_chunks_per_file",
+        "length_penalty_chars",
+    ):
         if getattr(r, name) < 0:
             raise ConfigError(f"retrieval.{name}: must be 0 or more — got {getattr(r, name)}")
     if r.today is not None:
@@ -266,23 +287,28 @@ def validate(settings: Settings) -> None:
     if settings.reranker.pool < 1:
         raise ConfigError(f"reranker.pool: must be at least 1 — got {settings.reranker.pool}")
     if settings.server.log_level.upper() not in _VALID_CHOICES["server.log_level"]:
-        raise ConfigError(f"server.log_level: must be one of DEBUG, INFO, WARNING, ERROR")
+        raise ConfigError("server.log_level: must be one of DEBUG, INFO, WARNING, ERROR")
     if not 0 < settings.server.port < 65536:
         raise ConfigError(f"server.port: must be 1..65535 — got {settings.server.port}")
     if settings.index.max_tokens < 32:
         raise ConfigError("index.max_tokens: must be at least 32")
     if settings.index.vector_engine not in ("auto", "sqlite-vec", "numpy"):
         raise ConfigError(
-            f"index.vector_engine: must be auto, sqlite-vec or numpy — got {settings.index.vector_engine!r}"
+            "index.vector_engine: must be auto, sqlite-vec or numpy — "
+            f"got {settings.index.vector_engine!r}"
         )
     slugs = [p.slug for p in settings.packs if p.slug]
     dupes = {s for s in slugs if slugs.count(s) > 1}
     if dupes:
-        raise ConfigError(f"packs: duplicate slug(s) {', '.join(sorted(dupes))} — give each pack a unique slug")
+        raise ConfigError(
+            f"packs: duplicate slug(s) {', '.join(sorted(dupes))} — give each pack a unique slug"
+        )
     kinds = (None, "expertpack", "skills", "markdown")
     for i, p in enumerate(settings.packs):
         if p.kind not in kinds:
-            raise ConfigError(f"packs[{i}].kind: must be expertpack, skills or markdown — got {p.kind!r}")
+            raise ConfigError(
+                f"packs[{i}].kind: must be expertpack, skills or markdown — got {p.kind!r}"
+            )
 
 
 def default_home(env: Mapping[str, str]) -> Path:
@@ -302,7 +328,9 @@ def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = Non
         try:
             loaded = load_yaml_file(path)
         except OSError as exc:
-            raise ConfigError(f"cannot read config {path}: {exc.strerror} — check the path") from exc
+            raise ConfigError(
+                f"cannot read config {path}: {exc.strerror} — check the path"
+            ) from exc
         except YamlError as exc:
             raise ConfigError(str(exc)) from exc
         if loaded is None:

@@ -54,8 +54,9 @@ class PackRuntime:
         self.view = pack_view(self.pack)
         self.reranker = make_reranker(self.settings.reranker)
         path = index_path(self.pack.root, self.pack.slug, self.config.index_dir, self.home)
-        self.store = Store(path, read_only=self.config.read_only,
-                           vector_engine=self.settings.index.vector_engine)
+        self.store = Store(
+            path, read_only=self.config.read_only, vector_engine=self.settings.index.vector_engine
+        )
 
     @property
     def slug(self) -> str:
@@ -85,7 +86,8 @@ class PackRuntime:
             except EmbeddingError as exc:
                 logger.warning(
                     "pack %s: embedding failed (%s) — indexed lexically; search still answers",
-                    self.slug, exc,
+                    self.slug,
+                    exc,
                 )
                 return self._build(None, show_progress)
 
@@ -116,8 +118,9 @@ class PackRuntime:
             try:
                 report = self._build_pack(new, embedder)
             except EmbeddingError as exc:
-                logger.warning("pack %s: embedding failed on reload (%s) — indexed lexically",
-                               self.slug, exc)
+                logger.warning(
+                    "pack %s: embedding failed on reload (%s) — indexed lexically", self.slug, exc
+                )
                 report = self._build_pack(new, None)
             self.pack, self.view = new, pack_view(new)
             return report
@@ -135,9 +138,16 @@ class PackRuntime:
 
     def search(self, request: SearchRequest) -> SearchResult:
         embed = self.embedder.embed_query if self.embedder is not None else None
-        return engine.search(self.store, self.slug, request, self.settings.retrieval, embed,
-                             view=self.view, reranker=self.reranker,
-                             rerank_pool=self.settings.reranker.pool)
+        return engine.search(
+            self.store,
+            self.slug,
+            request,
+            self.settings.retrieval,
+            embed,
+            view=self.view,
+            reranker=self.reranker,
+            rerank_pool=self.settings.reranker.pool,
+        )
 
     def read_raw(self, path: str) -> str:
         """A file the pack owns, byte for byte as text (frontmatter included).
@@ -192,7 +202,15 @@ class Library:
 def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None:
     from ep_mcp.index.embed import QueryEmbeddingCache, create_embedder
 
-    embedder = create_embedder(settings.embedding, dict(env))
+    spec = settings.embedding
+    if spec.cache_dir is None:  # the local model caches its optimised graph per user
+        import dataclasses
+
+        from ep_mcp.config import default_home
+
+        home = settings.home or default_home(env)
+        spec = dataclasses.replace(spec, cache_dir=home / "models")
+    embedder = create_embedder(spec, dict(env))
     return QueryEmbeddingCache(embedder) if embedder is not None else None
 
 
@@ -222,7 +240,7 @@ def open_library(
     *,
     build: bool = True,
     show_progress: bool | None = None,
-    embedder: Embedder | None | str = "auto",
+    embedder: Embedder | str | None = "auto",
 ) -> Library:
     """Load every configured pack, open (and by default update) its index."""
     settings = with_eval_today(settings, env)
@@ -231,7 +249,9 @@ def open_library(
     for cfg in settings.packs:
         rt = PackRuntime(cfg, settings, emb, home)
         if rt.slug in runtimes:
-            raise NotFoundError(f"two packs share the slug '{rt.slug}' — set `slug` for one of them")
+            raise NotFoundError(
+                f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
+            )
         if build and not cfg.read_only:
             rt.index(show_progress=show_progress)
         runtimes[rt.slug] = rt

@@ -2,6 +2,7 @@
 
 Usage: python tests/golden/check_golden.py [PACKS_ROOT] [SKILLS_ROOT]
 """
+
 import collections
 import pathlib
 import re
@@ -24,8 +25,10 @@ def is_navigation(p: pathlib.Path) -> bool:
     if not m:
         return False
     fm = yaml.safe_load(m.group(1)) or {}
-    return (str(fm.get("retrieval_strategy", "")).strip() in ("navigation", "on_demand")
-            or str(fm.get("concept_scope", "")).strip() == "navigation")
+    return (
+        str(fm.get("retrieval_strategy", "")).strip() in ("navigation", "on_demand")
+        or str(fm.get("concept_scope", "")).strip() == "navigation"
+    )
 
 
 errors = []
@@ -66,9 +69,14 @@ for f in sorted(HERE.glob("*.yaml")):
             if pack in SKILL_REPOS and p.startswith("template/"):
                 errors.append(f"{f.name}:{qid}: template skill is not a valid answer")
     grand.update(counts)
-    print(f"{f.name:26s} total={sum(counts.values()):3d} " +
-          " ".join(f"{c}={counts[c]}" for c in sorted(CATS)))
-print(f"{'ALL':26s} total={sum(grand.values()):3d} " + " ".join(f"{c}={grand[c]}" for c in sorted(CATS)))
+    print(
+        f"{f.name:26s} total={sum(counts.values()):3d} "
+        + " ".join(f"{c}={counts[c]}" for c in sorted(CATS))
+    )
+print(
+    f"{'ALL':26s} total={sum(grand.values()):3d} "
+    + " ".join(f"{c}={grand[c]}" for c in sorted(CATS))
+)
 if errors:
     print("\nERRORS:")
     print("\n".join(errors))

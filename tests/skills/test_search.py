@@ -84,7 +84,11 @@ def test_the_shortlist_is_at_least_sixty_or_four_times_the_limit(
     monkeypatch.setattr(tapindex.TapIndex, "lexical", spy)
     two_taps.search("pdf", 5)
     two_taps.search("pdf", 50)
-    assert seen == [60, 60, 200, 200]
+    assert seen == [60, 60, 200, 200]  # two taps: each brings the whole shortlist
+    from ep_mcp.skills.search import per_tap_pool
+
+    assert per_tap_pool(60, 20) == 20 and 20 * per_tap_pool(60, 20) >= 60
+    assert per_tap_pool(200, 20) == 20 and per_tap_pool(60, 1) == 60
 
 
 def test_without_any_index_a_frontmatter_search_still_answers(

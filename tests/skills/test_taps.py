@@ -144,3 +144,23 @@ def test_dense_adds_vectors_and_a_dimension_change_invalidates_them(
     assert again["reindexed"] == 1 and again["taps"][0]["embedded"] > 0
     assert other.reindex(dense=False)["reindexed"] == 1
     assert other.search("grilled chicken flavour", 3)["ranker"] == "lexical"
+
+
+def test_a_serving_hub_sees_a_reindex_made_by_another_process(
+    make_repo: Callable[..., Path], make_hub: Callable[..., SkillHub]
+) -> None:
+    repo = make_repo()
+    serving = make_hub()
+    serving.tap(str(repo), allow_file=True)
+    before = serving.search("income tax return", 3)["results"]
+    assert all(r["name"] != "tax-returns" for r in before)
+    commit(
+        repo,
+        {
+            "skills/tax-returns/SKILL.md": skill_md(
+                "tax-returns", "Use when preparing a personal income tax return."
+            )
+        },
+    )
+    assert make_hub().update()["reindexed"] == 1
+    assert serving.search("income tax return", 3)["results"][0]["name"] == "tax-returns"

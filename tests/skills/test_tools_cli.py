@@ -105,7 +105,7 @@ def test_the_mcp_server_lists_the_hub_tools_and_renders_failures_as_is_error(
     hub = make_hub(env=env_with_path(tmp_path / "no-gh"))
     hub.tap(str(make_repo()), allow_file=True)  # type: ignore[attr-defined]
     serve = ServeContext(library=Library(Settings(), {}, None), hub=hub)
-    assert SKILL_TOOLS <= {t.name for t in tool_specs(serve)}
+    assert {t.name for t in tool_specs(serve)} >= SKILL_TOOLS
     view = PackView(serve)
     ok = run_tool(view, None, "skill_search", {"query": "tls certificates", "limit": 2})
     assert not ok.is_error and ok.structured_content is not None

@@ -78,14 +78,18 @@ def emit_json(data: Any) -> None:
 
 
 config_option = click.option(
-    "--config", "config", type=click.Path(path_type=Path, dir_okay=False),
+    "--config",
+    "config",
+    type=click.Path(path_type=Path, dir_okay=False),
     help="config.yaml (packs, embedding, retrieval, server).",
 )
 provider_option = click.option(
-    "--provider", help="Embedding provider: local (default), none, openai, azure-openai, gemini, voyage.",
+    "--provider",
+    help="Embedding provider: local (default), none, openai, azure-openai, gemini, voyage.",
 )
 index_dir_option = click.option(
-    "--index-dir", type=click.Path(path_type=Path, file_okay=False),
+    "--index-dir",
+    type=click.Path(path_type=Path, file_okay=False),
     help="Write/read the index in this folder instead of the default location.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")

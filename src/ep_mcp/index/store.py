@@ -371,7 +371,11 @@ class Store:
     # -- sqlite-vec mirror -------------------------------------------------------------------
 
     def _has_vec0(self, conn: Any = None) -> bool:
-        rows = (conn or self._reader()).execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchall()
+        rows = (
+            (conn or self._reader())
+            .execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'")
+            .fetchall()
+        )
         return bool(rows)
 
     def _ensure_vec0(self, dim: int) -> None:
@@ -572,17 +576,23 @@ class Store:
         for start in range(0, len(chunk_ids), 500):
             batch = tuple(chunk_ids[start : start + 500])
             marks = ",".join("?" * len(batch))
-            rows = self._reader().execute(
-                f"SELECT id, path FROM chunks WHERE id IN ({marks})", batch
-            ).fetchall()
+            rows = (
+                self._reader()
+                .execute(f"SELECT id, path FROM chunks WHERE id IN ({marks})", batch)
+                .fetchall()
+            )
             out.update({int(r[0]): str(r[1]) for r in rows})
         return out
 
     def files(self) -> list[FileRecord]:
-        rows = self._reader().execute(
-            "SELECT path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id, "
-            "info FROM files ORDER BY path"
-        ).fetchall()
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id, "
+                "info FROM files ORDER BY path"
+            )
+            .fetchall()
+        )
         return [
             FileRecord(
                 r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], json.loads(r[8])

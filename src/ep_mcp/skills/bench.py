@@ -214,6 +214,11 @@ def scale(
         t0 = time.perf_counter()
         upd = hub.update()
         one_s = time.perf_counter() - t0
+    finally:
+        hub.close()
+    hub = SkillHub(settings, env, embedder=None, llm=None)  # as `serve` opens it after reindex
+    try:
+        hub.search("warm up", 10)
         took = []
         for _ in range(queries):
             q = " ".join(rng.sample(_WORDS, rng.randint(2, 6)))
@@ -229,6 +234,8 @@ def scale(
         "noop_reused": noop["reused"],
         "update_one_tap_s": round(one_s, 2),
         "update_reindexed": upd["reindexed"],
+        "update_reindex_s": round(sum(t["seconds"] for t in upd["taps"]), 3),
+        "full_reindex_per_tap_s": round(full_s / taps, 3),
         "update_reused": upd["reused"],
         "search_p50_ms": round(statistics.median(took), 2),
         "search_p95_ms": round(took[int(len(took) * 0.95) - 1], 2),

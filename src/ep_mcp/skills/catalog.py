@@ -8,6 +8,7 @@ no index exists yet.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -40,7 +41,7 @@ class SkillEntry:
     frontmatter_lines: tuple[int, int]  # where name/description live in SKILL.md
     headings: tuple[str, ...] = ()
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
         return f"{self.tap}:{self.directory or '.'}"
 
@@ -50,6 +51,7 @@ class SkillEntry:
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
+        data.pop("id", None)
         data["files"] = list(self.files)
         data["frontmatter_lines"] = list(self.frontmatter_lines)
         data["headings"] = list(self.headings)
@@ -169,33 +171,58 @@ class EntryTerms:
         return cls(entry, name, frozenset(name.split()), desc, frozenset(desc.split()))
 
 
-def frontmatter_scores(
-    query: str, entries: Iterable[SkillEntry | EntryTerms]
-) -> list[tuple[SkillEntry, float]]:
-    """Rank skills by their name and description alone, best first (no index needed)."""
-    q = " ".join(_tokens(query))
-    terms = [t for t in dict.fromkeys(q.split()) if len(t) > 1]
-    scored: list[tuple[SkillEntry, float]] = []
-    for item in entries:
-        e = item if isinstance(item, EntryTerms) else EntryTerms.of(item)
-        score = 0.0
-        if q and e.name == q:
-            score += 100
-        elif q and e.name.startswith(q):
-            score += 80
-        elif q and q in e.name:
-            score += 60
-        if q and q in e.description:
-            score += 30
+class NameIndex:
+    """Names and descriptions of many skills, inverted by term, for the name/frontmatter scorer.
+
+    Scores: the whole query equal to / a prefix of / inside a name +100 / +80 / +60, inside a
+    description +30; each query term in a name +12 (or sharing a 4+ letter prefix with a name
+    word: ``brainstorm`` ~ ``brainstorming``), in a description +6. Only skills sharing a term
+    with the query are looked at, so a query costs little however many skills there are.
+    """
+
+    def __init__(self, entries: Iterable[SkillEntry]) -> None:
+        self.items = [EntryTerms.of(e) for e in entries]
+        self.by_id = {item.entry.id: item.entry for item in self.items}
+        self._names: dict[str, list[int]] = {}
+        self._descriptions: dict[str, list[int]] = {}
+        for i, item in enumerate(self.items):
+            for t in item.name_terms:
+                self._names.setdefault(t, []).append(i)
+            for t in item.description_terms:
+                self._descriptions.setdefault(t, []).append(i)
+        self._long = [t for t in self._names if len(t) >= 4]
+
+    def scores(self, query: str) -> list[tuple[SkillEntry, float]]:
+        q = " ".join(_tokens(query))
+        terms = [t for t in dict.fromkeys(q.split()) if len(t) > 1]
+        score: dict[int, float] = {}
         for t in terms:
-            if t in e.name_terms or (
-                len(t) >= 4
-                and any(n.startswith(t) or t.startswith(n) for n in e.name_terms if len(n) >= 4)
-            ):
-                score += 12
-            if t in e.description_terms:
-                score += 6
-        if score > 0:
-            scored.append((e.entry, score))
-    scored.sort(key=lambda p: (-p[1], p[0].name, p[0].id))
-    return scored
+            hits = set(self._names.get(t, ()))
+            if len(t) >= 4:
+                for n in self._long:
+                    if n != t and (n.startswith(t) or t.startswith(n)):
+                        hits.update(self._names[n])
+            for i in hits:
+                score[i] = score.get(i, 0.0) + 12
+            for i in self._descriptions.get(t, ()):
+                score[i] = score.get(i, 0.0) + 6
+        for i in score:
+            e = self.items[i]
+            if e.name == q:
+                score[i] += 100
+            elif e.name.startswith(q):
+                score[i] += 80
+            elif q in e.name:
+                score[i] += 60
+            if q in e.description:
+                score[i] += 30
+        ranked = sorted(
+            score.items(),
+            key=lambda p: (-p[1], self.items[p[0]].entry.name, self.items[p[0]].entry.id),
+        )
+        return [(self.items[i].entry, s) for i, s in ranked]
+
+
+def frontmatter_scores(query: str, entries: Iterable[SkillEntry]) -> list[tuple[SkillEntry, float]]:
+    """Rank skills by their name and description alone, best first (no index needed)."""
+    return NameIndex(entries).scores(query)

@@ -19,21 +19,16 @@ from typing import Any
 from ep_mcp.config import Settings
 from ep_mcp.errors import EmbeddingError, QueryError
 from ep_mcp.index.embed.base import Embedder
-from ep_mcp.retrieval.lexical import query_terms
-from ep_mcp.skills.catalog import EntryTerms, SkillEntry, entries_from_pack, frontmatter_scores
+from ep_mcp.index.store import StoredChunk
+from ep_mcp.skills.catalog import NameIndex, SkillEntry, entries_from_pack, frontmatter_scores
 from ep_mcp.skills.errors import SkillNotFoundError, TapError
 from ep_mcp.skills.git import Git
 from ep_mcp.skills.github import discover_github
 from ep_mcp.skills.llm import Candidate, LlmClient, LlmReranker, choose_client
-from ep_mcp.skills.ranking import (
-    ChunkHit,
-    SkillCandidate,
-    apply_order,
-    collapse_mirrors,
-    fuse_skills,
-)
+from ep_mcp.skills.ranking import ChunkRef, SkillCandidate, apply_order, collapse_mirrors
 from ep_mcp.skills.render import read_bounded, render_candidate, render_entry
-from ep_mcp.skills.tapindex import Tap, TapIndex, TapReport, is_card
+from ep_mcp.skills.search import Fusion, retrieve
+from ep_mcp.skills.tapindex import Tap, TapIndex, TapReport
 from ep_mcp.skills.taps import TapManager
 
 logger = logging.getLogger(__name__)
@@ -69,18 +64,18 @@ class SkillHub:
         self._count_tokens = count_tokens
         self._indexes: dict[str, TapIndex] = {}
         self._live: dict[str, list[SkillEntry]] = {}
-        self._term_cache: dict[str, tuple[int, list[EntryTerms]]] = {}
+        self._name_index: tuple[tuple[tuple[str, int], ...], NameIndex] | None = None
         self._lock = threading.RLock()
-        self.legs = tuple(legs)
+        self.legs = tuple(legs)  # retrieval legs in use (benchmarks compare them one by one)
         sk = settings.skills
-        self.tuning = {
-            "k": float(sk.rrf_k),
-            "card": sk.card_weight,
-            "body": sk.body_weight,
-            "name": sk.name_weight,
-            "vector": sk.vector_weight,
-            "support": sk.support_factor,
-        }  # retrieval legs in use (benchmarks compare them one by one)
+        self.fusion = Fusion(
+            sk.rrf_k,
+            sk.body_weight,
+            sk.card_weight,
+            sk.name_weight,
+            sk.vector_weight,
+            sk.support_factor,
+        )
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -331,6 +326,8 @@ class SkillHub:
             )
         indexes = [self._index(t) for t in taps]
         ready = [ti for ti in indexes if ti.exists()]
+        for ti in ready:
+            ti.sync()
         missing = [ti.tap.name for ti in indexes if not ti.exists()]
         if not ready:
             notes.append("no index yet — matched names and descriptions only; run `ep-mcp reindex`")
@@ -340,102 +337,66 @@ class SkillHub:
             )
         if missing:
             notes.append(f"not indexed yet (run `ep-mcp reindex`): {', '.join(missing)}")
-        by_id = {e.id: e for ti in ready for e in ti.entries()}
-        ranked, ranker = self._retrieve(query, ready, max(60, 4 * limit), notes)
+        by_id = self._names(ready).by_id
+        embedder = (
+            self.embedder()
+            if "vector" in self.legs and any(ti.has_dense() for ti in ready)
+            else None
+        )
+        ranked, ranker = retrieve(
+            query,
+            ready,
+            max(60, 4 * limit),
+            retrieval=self.settings.retrieval,
+            fusion=self.fusion,
+            names=self._names(ready),
+            embedder=embedder,
+            legs=self.legs,
+            notes=notes,
+        )
         ranked, mirrors = collapse_mirrors(
             ranked, lambda sid: by_id[sid].content_hash if sid in by_id else None
         )
         use_llm = self.settings.skills.llm_rerank if smart is None else smart
+        head = ranked[: max(limit, self.settings.skills.llm_top if use_llm else 0)]
+        rows = self._snippets(head)
         if use_llm and ranked:
-            ranked, ranker = self._llm(query, ranked, by_id, ranker, notes)
+            ranked, ranker = self._llm(query, ranked, by_id, rows, ranker, notes)
         results = [
-            render_candidate(c, by_id[c.skill_id], mirrors.get(c.skill_id, []))
+            render_candidate(
+                c,
+                by_id[c.skill_id],
+                mirrors.get(c.skill_id, []),
+                rows.get((c.chunk.tap, c.chunk.id)),
+            )
             for c in ranked[:limit]
         ]
         return self._reply(query, ranker, results, started, notes)
 
-    def _retrieve(
-        self, query: str, ready: Sequence[TapIndex], pool: int, notes: list[str]
-    ) -> tuple[list[SkillCandidate], str]:
-        r = self.settings.retrieval
-        terms = query_terms(query)
-        weights = (r.text_column_weight, r.title_weight, r.heading_weight)
-        cards: list[ChunkHit] = []
-        body: list[ChunkHit] = []
-        for ti in ready if "lexical" in self.legs else ():
-            for sc, score in ti.lexical(terms, pool, weights, r.lexical_time_limit_ms):
-                entry = ti.entry_for_chunk(sc)
-                if entry is None:
-                    continue
-                if is_card(sc):
-                    cards.append(ChunkHit(entry.id, sc, score))
-                else:
-                    factor = 1.0 if sc.file.path == entry.skill_file else self.tuning["support"]
-                    body.append(ChunkHit(entry.id, sc, score * factor))
-        cards.sort(key=lambda h: -h.score)
-        body.sort(key=lambda h: -h.score)
-        dense: list[ChunkHit] = []
-        if "vector" in self.legs and any(ti.status().get("dense") for ti in ready):
-            dense = self._dense(query, ready, pool, notes)
-        names: list[ChunkHit] = []
-        if "lexical" in self.legs:
-            first = {h.skill_id: h.chunk for h in [*cards, *body]}
-            for entry, score in frontmatter_scores(query, self._terms(ready)):
-                if entry.id in first:
-                    names.append(ChunkHit(entry.id, first[entry.id], score))
-        legs = {"body": body, "vector": dense, "card": cards, "name": names}
-        t = self.tuning
-        fused = fuse_skills(
-            legs,
-            k=int(t["k"]),
-            snippet_from=lambda sc: not is_card(sc),
-            weights={
-                "card": t["card"],
-                "body": t["body"],
-                "name": t["name"],
-                "vector": t["vector"],
-            },
-        )
-        lexical = bool(cards or body)
-        return fused, ("hybrid" if lexical else "dense") if dense else "lexical"
+    def _names(self, ready: Sequence[TapIndex]) -> NameIndex:
+        key = tuple((ti.tap.name, ti.entries_version) for ti in ready if ti.entries() is not None)
+        if self._name_index is None or self._name_index[0] != key:
+            self._name_index = (key, NameIndex(e for ti in ready for e in ti.entries()))
+        return self._name_index[1]
 
-    def _terms(self, ready: Sequence[TapIndex]) -> list[EntryTerms]:
-        out: list[EntryTerms] = []
-        for ti in ready:
-            ti.entries()
-            key = ti.entries_version
-            cached = self._term_cache.get(ti.tap.name)
-            if cached is None or cached[0] != key:
-                cached = (key, [EntryTerms.of(e) for e in ti.entries()])
-                self._term_cache[ti.tap.name] = cached
-            out.extend(cached[1])
+    def _snippets(self, ranked: Sequence[SkillCandidate]) -> dict[tuple[str, int], StoredChunk]:
+        """Full rows of the given candidates' best chunks, read per tap."""
+        out: dict[tuple[str, int], StoredChunk] = {}
+        by_tap: dict[str, list[ChunkRef]] = {}
+        for c in ranked:
+            by_tap.setdefault(c.chunk.tap, []).append(c.chunk)
+        for tap, refs in by_tap.items():
+            ti = self._indexes.get(tap)
+            if ti is not None:
+                out.update({(tap, cid): sc for cid, sc in ti.chunks(refs).items()})
         return out
-
-    def _dense(
-        self, query: str, ready: Sequence[TapIndex], pool: int, notes: list[str]
-    ) -> list[ChunkHit]:
-        embedder = self.embedder()
-        if embedder is None:
-            return []
-        try:
-            qvec = embedder.embed_query(query)
-        except EmbeddingError as exc:
-            notes.append(f"embedding failed, answered lexically: {exc}")
-            return []
-        hits: list[ChunkHit] = []
-        for ti in ready:
-            for sc, score in ti.vector(qvec, pool, embedder.name):
-                entry = ti.entry_for_chunk(sc)
-                if entry is not None:
-                    hits.append(ChunkHit(entry.id, sc, score))
-        hits.sort(key=lambda h: -h.score)
-        return hits
 
     def _llm(
         self,
         query: str,
         ranked: list[SkillCandidate],
         by_id: Mapping[str, SkillEntry],
+        rows: Mapping[tuple[str, int], StoredChunk],
         ranker: str,
         notes: list[str],
     ) -> tuple[list[SkillCandidate], str]:
@@ -444,7 +405,7 @@ class SkillHub:
             Candidate(
                 c.skill_id,
                 by_id[c.skill_id].name,
-                f"{by_id[c.skill_id].description} — {c.chunk.chunk.text[:200]}",
+                f"{by_id[c.skill_id].description} — {_text(rows, c)[:200]}",
             )
             for c in top
         ]
@@ -468,3 +429,8 @@ class SkillHub:
         if notes:
             reply["notes"] = notes
         return reply
+
+
+def _text(rows: Mapping[tuple[str, int], StoredChunk], cand: SkillCandidate) -> str:
+    sc = rows.get((cand.chunk.tap, cand.chunk.id))
+    return sc.chunk.text if sc is not None else ""

@@ -10,13 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ep_mcp.index.store import StoredChunk
+
+@dataclass(frozen=True)
+class ChunkRef:
+    """Where a chunk lives: enough to rank by; the full row is read only for the winners."""
+
+    tap: str
+    id: int  # chunk id in that tap's store
+    path: str  # tap-relative file path (a card's ends in "#card")
 
 
 @dataclass(frozen=True)
 class ChunkHit:
     skill_id: str
-    chunk: StoredChunk
+    chunk: ChunkRef
     score: float
 
 
@@ -24,7 +31,7 @@ class ChunkHit:
 class SkillCandidate:
     skill_id: str
     score: float
-    chunk: StoredChunk  # the best chunk: the snippet
+    chunk: ChunkRef  # the best chunk: the snippet
     legs: Mapping[str, int]  # leg → 1-based rank of the skill in that leg
 
 
@@ -44,7 +51,7 @@ def fuse_skills(
     *,
     k: int = 60,
     weights: Mapping[str, float] | None = None,
-    snippet_from: Callable[[StoredChunk], bool] = lambda sc: True,
+    snippet_from: Callable[[ChunkRef], bool] = lambda ref: True,
 ) -> list[SkillCandidate]:
     """Reciprocal rank fusion over per-skill rankings.
 
@@ -52,8 +59,8 @@ def fuse_skills(
     ``snippet_from`` (e.g. "is a real section, not the card"), else of the first leg at all.
     """
     scores: dict[str, float] = {}
-    chunks: dict[str, StoredChunk] = {}
-    fallback: dict[str, StoredChunk] = {}
+    chunks: dict[str, ChunkRef] = {}
+    fallback: dict[str, ChunkRef] = {}
     ranks: dict[str, dict[str, int]] = {}
     for leg, hits in legs.items():
         w = 1.0 if weights is None else weights.get(leg, 1.0)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.errors import NotFoundError
+from ep_mcp.index.store import StoredChunk
 from ep_mcp.skills.catalog import SkillEntry
 from ep_mcp.skills.ranking import SkillCandidate
 from ep_mcp.skills.tapindex import is_card
@@ -26,10 +27,11 @@ def render_entry(entry: SkillEntry, *, score: float | None = None) -> dict[str, 
     return row
 
 
-def render_candidate(cand: SkillCandidate, entry: SkillEntry, mirrors: list[str]) -> dict[str, Any]:
+def render_candidate(
+    cand: SkillCandidate, entry: SkillEntry, mirrors: list[str], sc: StoredChunk | None
+) -> dict[str, Any]:
     """One search result: the skill, and its best chunk as the snippet (heading and lines)."""
-    sc = cand.chunk
-    if is_card(sc):
+    if sc is None or is_card(sc.file.path):
         source, heading, lines = entry.skill_file, [entry.name], entry.frontmatter_lines
         snippet = entry.description
     else:

@@ -34,6 +34,7 @@ from ep_mcp.skills.catalog import (
     load_entries,
     save_entries,
 )
+from ep_mcp.skills.ranking import ChunkRef
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,10 @@ class TapIndex:
         self._vector_engine = vector_engine
         self._store: Store | None = None
         self._entries: list[SkillEntry] | None = None
-        self._by_name: dict[str, SkillEntry] = {}
+        self._by_path: dict[str, SkillEntry] = {}
+        self._dense: bool | None = None
+        self._paths: dict[int, str] = {}  # chunk id → file path, filled as chunks are seen
+        self._generation: str | None = None
         self.entries_version = 0  # changes whenever the entries are (re)loaded
 
     # -- state -------------------------------------------------------------------------------
@@ -108,12 +112,32 @@ class TapIndex:
     def _set_entries(self, entries: list[SkillEntry]) -> None:
         self.entries_version = next(_VERSIONS)
         self._entries = entries
-        self._by_name = {e.name: e for e in entries}
+        self._by_path = {p: e for e in entries for p in (*e.files, e.card_path)}
+        self._dense = None
+        self._paths.clear()
 
-    def entry_for_chunk(self, sc: StoredChunk) -> SkillEntry | None:
-        self.entries()
-        skill = sc.file.info.get("skill")
-        return self._by_name.get(skill) if isinstance(skill, str) else None
+    def sync(self) -> None:
+        """Drop cached entries and chunk paths when another process rebuilt this index."""
+        if self._store is None or self._entries is None:
+            return
+        generation = self._store.get_meta("generation")
+        if generation != self._generation:
+            if self._generation is not None:
+                self._entries = None
+                self._dense = None
+                self._paths.clear()
+            self._generation = generation
+
+    def entry_for(self, ref: ChunkRef) -> SkillEntry | None:
+        """The skill a chunk belongs to (None for files outside every skill folder)."""
+        if self._entries is None:
+            self.entries()
+        return self._by_path.get(ref.path)
+
+    def has_dense(self) -> bool:
+        if self._dense is None:
+            self._dense = self.exists() and self.store.has_vectors()
+        return self._dense
 
     def status(self) -> dict[str, object]:
         if not self.exists():
@@ -201,22 +225,30 @@ class TapIndex:
 
     def lexical(
         self, terms: Sequence[str], n: int, weights: tuple[float, float, float], time_limit_ms: int
-    ) -> list[tuple[StoredChunk, float]]:
+    ) -> list[tuple[ChunkRef, float]]:
         hits = self.store.lexical_top(terms, n, weights=weights, time_limit_ms=time_limit_ms)
-        return self._rows(hits)
+        return self._refs(hits)
 
     def vector(
         self, query: npt.NDArray[np.float32], n: int, embedder_name: str
-    ) -> list[tuple[StoredChunk, float]]:
+    ) -> list[tuple[ChunkRef, float]]:
         store = self.store
-        if store.features().get("embedder") != embedder_name or not store.has_vectors():
+        if store.features().get("embedder") != embedder_name or not self.has_dense():
             return []
-        return self._rows(store.vector_top(query, n))
+        return self._refs(store.vector_top(query, n))
 
-    def _rows(self, hits: list[tuple[int, float]]) -> list[tuple[StoredChunk, float]]:
-        rows = self.store.chunks_by_ids([cid for cid, _ in hits])
-        return [(rows[cid], score) for cid, score in hits if cid in rows]
+    def _refs(self, hits: list[tuple[int, float]]) -> list[tuple[ChunkRef, float]]:
+        known = self._paths
+        missing = [cid for cid, _ in hits if cid not in known]
+        if missing:
+            known.update(self.store.paths_of(missing))
+        name = self.tap.name
+        return [(ChunkRef(name, cid, known[cid]), score) for cid, score in hits if cid in known]
+
+    def chunks(self, refs: Sequence[ChunkRef]) -> dict[int, StoredChunk]:
+        """Full rows (text, headings, lines) of a few chunks: the winners' snippets."""
+        return self.store.chunks_by_ids([r.id for r in refs])
 
 
-def is_card(sc: StoredChunk) -> bool:
-    return sc.file.path.endswith(CARD_SUFFIX)
+def is_card(path: str) -> bool:
+    return path.endswith(CARD_SUFFIX)

