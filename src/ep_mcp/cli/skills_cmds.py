@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,13 +25,17 @@ from ep_mcp.cli.app import (
     main,
     resolve_settings,
 )
-from ep_mcp.skills.hub import SkillHub
 from ep_mcp.tools.registry import ToolContext, call_tool
+
+if TYPE_CHECKING:
+    from ep_mcp.skills.hub import SkillHub
 
 
 @contextmanager
 def open_hub(config: Path | None) -> Iterator[SkillHub]:
     settings = resolve_settings(config)
+    from ep_mcp.skills.hub import SkillHub
+
     hub = SkillHub(settings, os.environ)
     try:
         yield hub
