@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 QueryEmbed = Callable[[str], npt.NDArray[np.float32]]
 EVIDENCE_LEXICAL_TOP = 5  # lexical hits whose term coverage counts as evidence
+MMR_MARGIN = 20  # candidates beyond k that MMR may promote
+HEAD_MARGIN = 50  # fused candidates read beyond k (filters read the whole pool)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,8 +172,11 @@ def search(
     lex = {cid: (r, s) for r, (cid, s) in enumerate(legs.lexical, start=1)}
     vec = {cid: (r, s) for r, (cid, s) in enumerate(legs.dense, start=1)}
     fused = _fuse(legs, intent, settings) if legs.dense else [(cid, s) for cid, s in legs.lexical]
-    rows = store.chunks_by_ids([cid for cid, _ in fused])
-    cands = [_candidate(rows[cid], s, lex, vec, view) for cid, s in fused if cid in rows]
+    # Only the head of the fused list can reach the answer (boosts are small): read just it.
+    head = fused if request.type or request.tags else fused[: request.k + max(HEAD_MARGIN, request.k)]
+    wanted = [cid for cid, _ in head] + [cid for cid, _ in legs.lexical[:EVIDENCE_LEXICAL_TOP]]
+    rows = store.chunks_by_ids(list(dict.fromkeys(wanted)))
+    cands = [_candidate(rows[cid], s, lex, vec, view) for cid, s in head if cid in rows]
     cands = [c for c in cands if c.path not in view.navigation]
     if not legs.dense:
         fw = FallbackWeights(
@@ -218,10 +223,10 @@ def search(
 
     want = request.k + (settings.graph_reserved_slots if settings.graph_expansion else 0)
     if settings.mmr and settings.mmr_lambda < 1.0 and len(cands) > 1:
-        head = cap_per_file(cands, settings.max_chunks_per_file)[: max(want * 3, 30)]
-        vectors = store.vectors_for([c.chunk_id for c in head])
+        pool_head = cap_per_file(cands, settings.max_chunks_per_file)[: want + MMR_MARGIN]
+        vectors = store.vectors_for([c.chunk_id for c in pool_head])
         picked = mmr_select(
-            head,
+            pool_head,
             vectors,
             lam=settings.mmr_lambda,
             k=want,

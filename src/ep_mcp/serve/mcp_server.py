@@ -51,7 +51,7 @@ def version() -> str:
 
 
 @dataclass
-class PackView:
+class PackScope:
     """The packs one server instance exposes, narrowed per request by the auth layer."""
 
     serve: ServeContext
@@ -111,7 +111,10 @@ def error_result(message: str) -> types.CallToolResult:
 
 
 def run_tool(
-    view: PackView, ctx: ServerRequestContext[Any, Any] | None, name: str, arguments: dict[str, Any]
+    view: PackScope,
+    ctx: ServerRequestContext[Any, Any] | None,
+    name: str,
+    arguments: dict[str, Any],
 ) -> types.CallToolResult:
     """Call a registry tool; every failure becomes an `isError` result, never an exception."""
     started = time.perf_counter()
@@ -136,7 +139,7 @@ def run_tool(
     )
 
 
-def _cache_scope(view: PackView, slugs: Sequence[str]) -> str:
+def _cache_scope(view: PackScope, slugs: Sequence[str]) -> str:
     return "private" if any(s in view.serve.keyed for s in slugs) else "public"
 
 
@@ -146,7 +149,7 @@ def _not_found(message: str, uri: str) -> MCPError:
 
 def build_server(serve: ServeContext, slugs: Sequence[str] | None = None) -> Server[Any]:
     """One MCP server over the view ``slugs`` (None = every pack)."""
-    view = PackView(serve, tuple(slugs) if slugs is not None else None)
+    view = PackScope(serve, tuple(slugs) if slugs is not None else None)
     packs = [serve.library.runtimes[s].pack for s in view.all_slugs()]
     multi = len(packs) > 1
 

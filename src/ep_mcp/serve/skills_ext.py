@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 from ep_mcp.serve.skillpack import SkillSnapshot, snapshot_of
 
 if TYPE_CHECKING:
-    from ep_mcp.serve.mcp_server import PackView
+    from ep_mcp.serve.mcp_server import PackScope
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
 TTL_MS = 60_000  # packs can be live-reloaded: a minute of freshness, then re-fetch
@@ -38,16 +38,16 @@ class GetSkillResult(types.CacheableResult):
     skill: dict[str, Any]
 
 
-def _snapshots(view: PackView, ctx: Any) -> list[SkillSnapshot]:
+def _snapshots(view: PackScope, ctx: Any) -> list[SkillSnapshot]:
     snaps = [snapshot_of(rt.pack) for rt in view.runtimes(ctx)]
     return sorted((s for s in snaps if s is not None), key=lambda s: s.skill_uri)
 
 
-def _scope(view: PackView, snaps: list[SkillSnapshot]) -> Any:
+def _scope(view: PackScope, snaps: list[SkillSnapshot]) -> Any:
     return "private" if any(s.slug in view.serve.keyed for s in snaps) else "public"
 
 
-def install_skills(server: Server[Any], view: PackView) -> bool:
+def install_skills(server: Server[Any], view: PackScope) -> bool:
     """Declare the extension and its two methods when any pack of the view is a skill."""
     lib = view.serve.library
     if not any(snapshot_of(lib.runtimes[s].pack) for s in view.all_slugs()):
