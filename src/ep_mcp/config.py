@@ -23,11 +23,11 @@ class RetrievalSettings:
     """Every constant of the retrieval pipeline (SPEC §4). Defaults are the measured winners
     (docs/bench/retrieval.md: SciFact train split and the golden sets)."""
 
-    fusion: str = "rrf"  # rrf | weighted
+    fusion: str = "weighted"  # weighted (min-max normalised) | rrf
     rrf_k: int = 60
-    vector_weight: float = 0.7  # GENERAL intent weights (weighted fusion)
-    text_weight: float = 0.3
-    intent_routing: bool = True
+    vector_weight: float = 0.4  # GENERAL intent weights
+    text_weight: float = 0.6
+    intent_routing: bool = False  # measured: no gain on SciFact or the golden sets
     candidate_multiplier: int = 8
     min_candidates: int = 50
     lexical_time_limit_ms: int = 250
@@ -35,9 +35,11 @@ class RetrievalSettings:
     heading_weight: float = 2.0
     text_column_weight: float = 1.0
     adaptive_threshold: bool = True
-    cosine_floor: float = 0.0  # activation: best dense cosine below this …
-    margin_floor: float = 0.0  # … or best cosine this little above the pool's crowd …
-    coverage_floor: float = 0.0  # … and lexical term coverage below this → empty answer
+    # activation: best cosine + coverage_weight x lexical term coverage < floor → empty answer
+    activation_floor: float = 0.416
+    coverage_weight: float = 0.2
+    activation_model: str = "local/all-MiniLM-L6-v2-int8"  # prefix of the floor's model; "*" any
+    lexical_coverage_floor: float = 0.25  # without vectors: coverage below → empty answer
     score_ratio: float = 0.0  # then keep hits scoring ≥ ratio * best
     type_match_boost: float = 0.05  # boosts are fractions of the best fused score
     tag_match_boost: float = 0.03
@@ -45,7 +47,7 @@ class RetrievalSettings:
     length_penalty_chars: int = 80
     length_penalty: float = 0.15
     freshness_penalty: float = 0.0
-    mmr: bool = True
+    mmr: bool = False  # measured neutral at λ 0.95 (SciFact, golden sets); λ 0.7 costs 0.1
     mmr_lambda: float = 0.95
     max_chunks_per_file: int = 2
     graph_expansion: bool = False
@@ -76,7 +78,7 @@ class RerankerSettings:
 
 @dataclass(frozen=True)
 class IndexSettings:
-    vector_engine: str = "auto"  # auto (sqlite-vec when it loads) | sqlite-vec | numpy
+    vector_engine: str = "auto"  # auto (numpy scan; vec0 mirror kept) | sqlite-vec | numpy
     max_tokens: int = 1000  # token ceiling of one atom before it is split at ##/### headings
     context_prefix_template: str = ""  # e.g. "From {title}, section {section}." ("" = sidecar only)
     max_file_bytes: int = 2_000_000  # larger files are skipped with a warning
@@ -249,7 +251,7 @@ def validate(settings: Settings) -> None:
         "score_ratio",
         "vector_weight",
         "text_weight",
-        "coverage_floor",
+        "lexical_coverage_floor",
         "length_penalty",
         "freshness_penalty",
     ):

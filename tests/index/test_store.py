@@ -213,3 +213,23 @@ def test_no_query_string_raises_anything_but_a_query_error(
     searchable: PackRuntime, query: str
 ) -> None:
     search_safely(searchable, query)
+
+
+def test_auto_answers_with_the_numpy_scan_and_keeps_the_vec0_mirror(
+    pack: Path, tmp_path: Path
+) -> None:
+    if not store_module.sqlite_vec_status()[0]:
+        pytest.skip("sqlite-vec does not load here")
+    store = build(pack, tmp_path / "auto.db", "auto")
+    try:
+        assert store.vector_engine == "numpy" and store.vec0
+        mirror = Store(tmp_path / "auto.db", vector_engine="sqlite-vec")
+        try:
+            q = store.vectors_for([1])[1]
+            via_vec0 = [round(s, 4) for _, s in mirror.vector_top(q, 5)]
+            via_numpy = [round(s, 4) for _, s in store.vector_top(q, 5)]
+            assert via_vec0 == via_numpy  # equal scores; ties may come back in either order
+        finally:
+            mirror.close()
+    finally:
+        store.close()

@@ -120,14 +120,23 @@ def test_a_query_sharing_nothing_with_the_pack_answers_nothing(
         make_pack(FILES),
         tmp_path,
         HashingEmbedder(256),
-        coverage_floor=0.5,
-        cosine_floor=0.9,
-        margin_floor=0.5,
+        activation_floor=0.5,
+        activation_model="fake/hashing",
     )
     try:
         result = rt.search(SearchRequest("sourdough starter hydration", k=5))
         assert result.hits == () and result.mode == "empty"
         assert rt.search(SearchRequest("battery bank autonomy", k=5)).hits
+    finally:
+        rt.close()
+
+
+def test_without_vectors_a_query_matching_no_term_answers_nothing(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    rt = runtime(make_pack(FILES), tmp_path, None)
+    try:
+        assert rt.search(SearchRequest("sourdough starter hydration", k=5)).hits == ()
     finally:
         rt.close()
 

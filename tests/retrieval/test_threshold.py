@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from ep_mcp.retrieval.candidates import Candidate
@@ -11,11 +13,16 @@ from ep_mcp.retrieval.threshold import (
     term_coverage,
 )
 
-FLOORS = ThresholdSettings(cosine_floor=0.5, margin_floor=0.1, coverage_floor=0.6)
+FLOORS = ThresholdSettings(
+    activation_floor=0.43,
+    coverage_weight=0.2,
+    lexical_coverage_floor=0.25,
+    calibrated_for="local/minilm",
+)
 
 
-def ev(cos: float | None, margin: float | None, coverage: float) -> Evidence:
-    return Evidence(cos, margin, coverage, 3)
+def ev(cos: float | None, coverage: float) -> Evidence:
+    return Evidence(cos, None, coverage, 3)
 
 
 def test_term_coverage_counts_query_terms_found_on_crude_stems() -> None:
@@ -32,24 +39,27 @@ def test_margin_needs_a_crowd_to_compare_with() -> None:
 @pytest.mark.parametrize(
     ("evidence", "negative"),
     [
-        (ev(0.2, 0.01, 0.0), True),  # nothing on either leg
-        (ev(0.2, 0.01, 0.6), False),  # coverage exactly at the floor answers
-        (ev(0.2, 0.01, 0.59), True),  # just below
-        (ev(0.5, 0.1, 0.0), False),  # dense leg exactly at both floors
-        (ev(0.5, 0.09, 0.0), True),  # close, but not above the crowd
-        (ev(0.49, 0.5, 0.0), True),  # above the crowd, but not close
-        (ev(0.5, None, 0.0), False),  # too few chunks to have a crowd: cosine decides
-        (ev(None, None, 0.6), False),  # lexical only: coverage decides
-        (ev(None, None, 0.5), True),
+        (ev(0.20, 0.25), True),  # 0.25 activation: nothing close, few terms
+        (ev(0.33, 0.5), False),  # exactly at the floor (0.33 + 0.1) answers
+        (ev(0.329, 0.5), True),  # just below
+        (ev(0.43, 0.0), False),  # the dense leg alone can carry a paraphrase
+        (ev(0.2, 1.0), True),  # every term matched, but the meaning is far: still negative
+        (ev(None, 0.25), False),  # lexical only: coverage decides, at the floor answers
+        (ev(None, 0.24), True),
     ],
 )
 def test_activation_edges(evidence: Evidence, negative: bool) -> None:
-    assert is_negative(evidence, FLOORS) is negative
+    assert is_negative(evidence, FLOORS, "local/minilm-dq") is negative
+
+
+def test_the_floor_is_skipped_for_a_model_it_was_not_calibrated_for() -> None:
+    assert not is_negative(ev(0.1, 0.0), FLOORS, "openai/text-embedding-3-small")
+    assert is_negative(ev(0.1, 0.0), dataclasses.replace(FLOORS, calibrated_for="*"), "any")
 
 
 def test_with_every_floor_at_zero_nothing_is_negative() -> None:
-    assert not is_negative(ev(0.0, 0.0, 0.0), ThresholdSettings())
-    assert not is_negative(ev(None, None, 0.0), ThresholdSettings())
+    assert not is_negative(ev(0.0, 0.0), ThresholdSettings(), "m")
+    assert not is_negative(ev(None, 0.0), ThresholdSettings(), None)
 
 
 def test_gather_evidence_takes_the_best_covered_lexical_hit() -> None:

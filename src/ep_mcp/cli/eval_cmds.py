@@ -12,6 +12,7 @@ from ep_mcp.cli.app import (
     config_option,
     emit_json,
     fail_cleanly,
+    index_dir_option,
     json_option,
     main,
     provider_option,
@@ -150,6 +151,7 @@ def beir_cmd(
 @config_option
 @provider_option
 @work_option
+@index_dir_option
 @json_option
 @fail_cleanly
 def query_cmd(
@@ -160,6 +162,7 @@ def query_cmd(
     config: Path | None,
     provider: str | None,
     work: Path | None,
+    index_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Query latency p50/p95 on PACK: embedding the query, cached, and lexical only."""
@@ -173,7 +176,9 @@ def query_cmd(
     rows: list[Latency] = []
     extra: dict[str, float] = {}
     if pack is not None:
-        rt = open_runtime(pack, settings, make_embedder(settings, os.environ), base)
+        rt = open_runtime(
+            pack, settings, make_embedder(settings, os.environ), base, index_dir=index_dir
+        )
         try:
             if golden is not None:
                 queries = [q.query for q in load_golden(golden).queries]

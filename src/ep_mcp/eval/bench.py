@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import statistics
@@ -160,11 +159,17 @@ _VOCAB = tuple(hashlib.sha1(str(i).encode()).hexdigest()[: 4 + i % 6] for i in r
 
 
 def synthetic_store(
-    path: Path, chunks: int, *, dim: int = 384, seed: int = 7, per_file: int = 10
+    path: Path,
+    chunks: int,
+    *,
+    dim: int = 384,
+    seed: int = 7,
+    per_file: int = 10,
+    vector_engine: str = "auto",
 ) -> Store:
     """An index of ``chunks`` random unit vectors and synthetic texts, written directly."""
     rng = np.random.default_rng(seed)
-    store = Store(path, vector_engine="auto")
+    store = Store(path, vector_engine=vector_engine)
     if store.counts()["chunks"] == chunks:
         return store
     with store.transaction():
@@ -203,7 +208,11 @@ def synthetic_latency(
 ) -> tuple[Latency, float]:
     """Latency of hybrid searches with caller-supplied query vectors on a synthetic index."""
     started = time.perf_counter()
-    store = synthetic_store(work / f"synthetic-{chunks}" / "index.db", chunks)
+    store = synthetic_store(
+        work / f"synthetic-{chunks}" / "index.db",
+        chunks,
+        vector_engine=settings.index.vector_engine,
+    )
     build = time.perf_counter() - started
     rng = np.random.default_rng(11)
     samples = []
@@ -211,7 +220,9 @@ def synthetic_latency(
         for i in range(queries + 3):
             vec = rng.normal(size=384).astype(np.float32)
             vec /= np.linalg.norm(vec)
-            words = " ".join(_VOCAB[int(w) % len(_VOCAB)] for w in rng.zipf(1.3, size=4))
+            # content-like terms: uniform over the vocabulary (the documents are Zipf-skewed, so
+            # a query of the few most frequent words would match most of the index)
+            words = " ".join(_VOCAB[int(w)] for w in rng.integers(0, len(_VOCAB), size=4))
             req = SearchRequest(words, k=k, vector=tuple(float(x) for x in vec))
             t = time.perf_counter()
             engine.search(store, "synthetic", req, settings.retrieval, None)
@@ -220,9 +231,3 @@ def synthetic_latency(
     finally:
         store.close()
     return latency(f"synthetic {chunks:,} chunks ({store.vector_engine})", samples), build
-
-
-def settings_for(settings: Settings, **retrieval: Any) -> Settings:
-    return dataclasses.replace(
-        settings, retrieval=dataclasses.replace(settings.retrieval, **retrieval)
-    )

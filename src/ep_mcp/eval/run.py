@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,10 +24,14 @@ def open_runtime(
     kind: str | None = None,
     slug: str | None = None,
     build: bool = True,
+    index_dir: Path | None = None,
 ) -> PackRuntime:
     """A runtime for ``folder`` whose index lives in ``work/<folder name>`` (reused next time)."""
     cfg = PackSettings(
-        path=folder.resolve(), kind=kind, slug=slug, index_dir=work / (slug or folder.name)
+        path=folder.resolve(),
+        kind=kind,
+        slug=slug,
+        index_dir=index_dir or work / (slug or folder.name),
     )
     rt = PackRuntime(cfg, settings, embedder, work)
     if build:
@@ -59,15 +62,12 @@ def evaluate_golden(
                 result = rt.search(SearchRequest(query=query, k=k))
                 return [h.source_file for h in result.hits]
 
-            skills = rt.view.skill_of
-            reports.append(run_set(golden, answer, lambda p, s=skills: s.get(p, p)))
+            skills = dict(rt.view.skill_of)
+
+            def unit_of(path: str, skills: dict[str, str] = skills) -> str:
+                return skills.get(path, path)
+
+            reports.append(run_set(golden, answer, unit_of))
         finally:
             rt.close()
     return reports
-
-
-def with_retrieval(settings: Settings, **changes: object) -> Settings:
-    """Settings with some retrieval constants changed (tuning sweeps)."""
-    return dataclasses.replace(
-        settings, retrieval=dataclasses.replace(settings.retrieval, **changes)
-    )

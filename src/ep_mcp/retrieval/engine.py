@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 QueryEmbed = Callable[[str], npt.NDArray[np.float32]]
 EVIDENCE_LEXICAL_TOP = 5  # lexical hits whose term coverage counts as evidence
 MMR_MARGIN = 20  # candidates beyond k that MMR may promote
-HEAD_MARGIN = 50  # fused candidates read beyond k (filters read the whole pool)
+HEAD_MARGIN = 20  # fused candidates read beyond k (filters read the whole pool)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +124,13 @@ def _fuse(legs: Legs, intent: Intent, settings: RetrievalSettings) -> list[tuple
 
 
 def threshold_settings(s: RetrievalSettings) -> th.ThresholdSettings:
-    return th.ThresholdSettings(s.cosine_floor, s.margin_floor, s.coverage_floor, s.score_ratio)
+    return th.ThresholdSettings(
+        s.activation_floor,
+        s.coverage_weight,
+        s.lexical_coverage_floor,
+        s.activation_model,
+        s.score_ratio,
+    )
 
 
 def boost_settings(s: RetrievalSettings) -> BoostSettings:
@@ -173,7 +179,9 @@ def search(
     vec = {cid: (r, s) for r, (cid, s) in enumerate(legs.dense, start=1)}
     fused = _fuse(legs, intent, settings) if legs.dense else [(cid, s) for cid, s in legs.lexical]
     # Only the head of the fused list can reach the answer (boosts are small): read just it.
-    head = fused if request.type or request.tags else fused[: request.k + max(HEAD_MARGIN, request.k)]
+    head = (
+        fused if request.type or request.tags else fused[: request.k + max(HEAD_MARGIN, request.k)]
+    )
     wanted = [cid for cid, _ in head] + [cid for cid, _ in legs.lexical[:EVIDENCE_LEXICAL_TOP]]
     rows = store.chunks_by_ids(list(dict.fromkeys(wanted)))
     cands = [_candidate(rows[cid], s, lex, vec, view) for cid, s in head if cid in rows]
@@ -197,8 +205,14 @@ def search(
     )
     cands = apply_filters(cands, request.type, request.tags)
     notes = list(legs.notes)
-    if settings.adaptive_threshold and th.is_negative(evidence, threshold_settings(settings)):
-        trace.note("threshold", f"nothing activated ({evidence.describe()}) — empty answer")
+    if settings.adaptive_threshold and _negative(store, request, settings, evidence):
+        act = th.activation(evidence, settings.coverage_weight)
+        floor = settings.activation_floor if act is not None else settings.lexical_coverage_floor
+        shown = f"activation {act:.3f}" if act is not None else f"coverage {evidence.coverage:.2f}"
+        trace.note(
+            "threshold",
+            f"nothing activated: {shown} < floor {floor} ({evidence.describe()}) — empty answer",
+        )
         cands = []
     elif settings.adaptive_threshold:
         kept = th.drop_far_below(cands, settings.score_ratio)
@@ -234,7 +248,9 @@ def search(
         )
     else:
         picked = cap_per_file(cands, settings.max_chunks_per_file)[:want]
-    trace.stage("mmr", picked, f"λ {settings.mmr_lambda}, ≤{settings.max_chunks_per_file}/file")
+    cap = f"≤{settings.max_chunks_per_file} chunks per file"
+    mmr_on = settings.mmr and settings.mmr_lambda < 1.0
+    trace.stage("mmr", picked, f"λ {settings.mmr_lambda}, {cap}" if mmr_on else f"MMR off, {cap}")
 
     top = picked[: request.k]
     if settings.graph_expansion and top and view.adjacency:
@@ -260,6 +276,25 @@ def search(
         notes=tuple(notes),
         explain=trace.export(final),
     )
+
+
+def _negative(
+    store: Store, request: SearchRequest, settings: RetrievalSettings, evidence: th.Evidence
+) -> bool:
+    """The activation test; skipped when a benchmark runs the vector leg alone (no coverage)."""
+    if request.legs == "vector":
+        return False
+    ts = threshold_settings(settings)
+    act = th.activation(evidence, ts.coverage_weight)
+    if act is not None and act >= ts.activation_floor:
+        return False  # activated whatever the model: no need to look it up
+    return th.is_negative(evidence, ts, _model(store, request))
+
+
+def _model(store: Store, request: SearchRequest) -> str | None:
+    """The index's embedding model (a caller-supplied vector is assumed to match it)."""
+    name = store.features().get("embedder")
+    return str(name) if name else None
 
 
 def _one(store: Store, chunk_id: int) -> StoredChunk:

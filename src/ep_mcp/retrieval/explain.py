@@ -105,7 +105,11 @@ def render_explain(records: Sequence[dict[str, Any]]) -> str:
     lines: list[str] = ["", "explain:"]
     for rec in records:
         lines.append(f"  [{rec['stage']}] {rec.get('summary', '')}")
-        for row in rec.get("ranking", []):
+        ranking = rec.get("ranking", [])
+        if ranking and all(row.get("was") == row["rank"] for row in ranking):
+            lines.append("      (top of the ranking unchanged)")
+            ranking = []
+        for row in ranking:
             was = row.get("was")
             move = "" if was is None else ("  (=)" if was == row["rank"] else f"  (was #{was})")
             lines.append(f"     {row['rank']:>2}. {row['candidate']}  {row['score']:.5f}{move}")

@@ -1,10 +1,10 @@
 """Adaptive threshold (SPEC §4.5): negative queries answer nothing; far-below-best hits go.
 
-Absolute score floors do not transfer across embedding models, so the activation test looks at
-evidence that does: how many of the query's content terms the best lexical hits contain
-(coverage), and how far the best dense hit stands above the rest of its pool (the cosine
-margin), next to the raw best cosine. Each floor is a setting; the defaults were calibrated on
-the golden sets (docs/bench/retrieval.md).
+The activation test combines the two legs: the best dense cosine (on the scale of one model)
+plus a share of the lexical coverage (how many of the query's content terms one of the best
+lexical hits contains). Cosine scales differ between models, so the floor carries the name of
+the model it was calibrated for and is skipped for any other; the defaults were calibrated on
+the golden sets with a held-out pack check (docs/bench/retrieval.md).
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ class Evidence:
 
 @dataclass(frozen=True)
 class ThresholdSettings:
-    cosine_floor: float = 0.0  # below: the dense leg saw nothing close
-    margin_floor: float = 0.0
-    coverage_floor: float = 0.0  # below: the lexical leg matched too few query terms
-    score_ratio: float = 0.0  # keep score ≥ ratio x best (0 = keep all)
+    activation_floor: float = 0.0  # hybrid: best cosine + coverage_weight x coverage below → empty
+    coverage_weight: float = 0.2
+    lexical_coverage_floor: float = 0.0  # lexical mode: coverage below → empty
+    calibrated_for: str = "*"  # the embedding model the activation floor was calibrated for
+    score_ratio: float = 0.0  # keep score >= ratio x best (0 = keep all)
 
 
 def _stem(word: str) -> str:
@@ -52,7 +53,7 @@ def term_coverage(terms: Sequence[str], text: str) -> float:
     """Share of ``terms`` (lower case) that occur in ``text``, matched on crude stems."""
     if not terms:
         return 0.0
-    words = {_stem(w) for w in _WORD.findall(text.lower())}
+    words = {_stem(w) for w in set(_WORD.findall(text.lower()))}
     found = sum(1 for t in terms if _stem(t) in words)
     return found / len(terms)
 
@@ -80,20 +81,28 @@ def gather_evidence(
     )
 
 
-def is_negative(ev: Evidence, s: ThresholdSettings) -> bool:
-    """True when neither leg found anything worth answering with.
-
-    Answered when the lexical leg covers enough of the query's terms, or the dense leg is
-    close enough (cosine floor) and clearly above the crowd (margin floor). All floors 0: never
-    negative. Without a dense leg only coverage decides.
-    """
-    lexical_ok = ev.coverage >= s.coverage_floor and (ev.coverage > 0 or s.coverage_floor <= 0)
+def activation(ev: Evidence, coverage_weight: float) -> float | None:
+    """Best cosine plus weighted lexical coverage (None without a dense leg)."""
     if ev.top_cosine is None:
-        return not lexical_ok
-    dense_ok = ev.top_cosine >= s.cosine_floor and (
-        ev.cosine_margin is None or ev.cosine_margin >= s.margin_floor
-    )
-    return not (lexical_ok or dense_ok)
+        return None
+    return ev.top_cosine + coverage_weight * ev.coverage
+
+
+def is_negative(ev: Evidence, s: ThresholdSettings, model: str | None = None) -> bool:
+    """True when the pack does not answer the query: nothing activated.
+
+    With a dense leg: best cosine + ``coverage_weight`` x coverage below ``activation_floor``,
+    applied only for the model the floor was calibrated for (a prefix of the index's model
+    name, so the int8 graph and its dynamically quantised twin share it; other models' cosines
+    live on other scales — recalibrate with ``ep-mcp eval``). Without one: coverage below
+    ``lexical_coverage_floor``. Floors at 0 never empty an answer.
+    """
+    act = activation(ev, s.coverage_weight)
+    if act is None:
+        return ev.coverage < s.lexical_coverage_floor
+    if s.calibrated_for != "*" and not (model or "").startswith(s.calibrated_for):
+        return False
+    return act < s.activation_floor
 
 
 def drop_far_below(candidates: Sequence[Candidate], ratio: float) -> list[Candidate]:
