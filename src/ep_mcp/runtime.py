@@ -72,60 +72,46 @@ class PackRuntime:
 
     def index(self, show_progress: bool | None = None, *, reload: bool = True) -> BuildReport:
         """Bring the index up to date with the pack on disk (re-reads the folder unless told not
-        to, e.g. right after opening)."""
+        to, e.g. right after opening), then serve the new files."""
         with self._lock:
-            if reload:
-                self.pack = self._load()
-            self.view = pack_view(self.pack)
             if self.config.read_only:
                 raise NotFoundError(
                     f"pack '{self.slug}' is served read-only — build its index elsewhere"
                 )
-            try:
-                return self._build(self.embedder, show_progress)
-            except EmbeddingError as exc:
-                logger.warning(
-                    "pack %s: embedding failed (%s) — indexed lexically; search still answers",
-                    self.slug,
-                    exc,
-                )
-                return self._build(None, show_progress)
-
-    def _build(self, embedder: Embedder | None, show_progress: bool | None) -> BuildReport:
-        return build_index(
-            self.pack,
-            self.store,
-            embedder,
-            token_counter(),
-            max_tokens=self.settings.index.max_tokens,
-            prefix_template=self.settings.index.context_prefix_template,
-            show_progress=show_progress,
-        )
+            pack = self._load() if reload else self.pack
+            report = self._update(pack, show_progress)
+            self.pack, self.view = pack, pack_view(pack)
+            return report
 
     def reload(self) -> BuildReport | None:
-        """Re-read the pack, update the index, then swap the new Pack in (live reload).
+        """Live reload: re-read the pack, update the index, then swap the new Pack in.
 
         Until the swap, queries are answered from the previous Pack and the last committed
         index (embedding runs before the build's one short write transaction). If anything
         fails, the last good state keeps serving and the error propagates to the caller.
         """
-        with self._lock:
-            new = self._load()
-            if self.config.read_only:
+        if self.config.read_only:
+            with self._lock:
+                new = self._load()
                 self.pack, self.view = new, pack_view(new)
-                return None
-            embedder = self.embedder
-            try:
-                report = self._build_pack(new, embedder)
-            except EmbeddingError as exc:
-                logger.warning(
-                    "pack %s: embedding failed on reload (%s) — indexed lexically", self.slug, exc
-                )
-                report = self._build_pack(new, None)
-            self.pack, self.view = new, pack_view(new)
-            return report
+            return None
+        return self.index(show_progress=False)
 
-    def _build_pack(self, pack: Pack, embedder: Embedder | None) -> BuildReport:
+    def _update(self, pack: Pack, show_progress: bool | None) -> BuildReport:
+        """Build with the embedder; if it fails, build lexically so search still answers."""
+        try:
+            return self._build(pack, self.embedder, show_progress)
+        except EmbeddingError as exc:
+            logger.warning(
+                "pack %s: embedding failed (%s) — indexed lexically; search still answers",
+                pack.slug,
+                exc,
+            )
+            return self._build(pack, None, show_progress)
+
+    def _build(
+        self, pack: Pack, embedder: Embedder | None, show_progress: bool | None
+    ) -> BuildReport:
         return build_index(
             pack,
             self.store,
@@ -133,7 +119,7 @@ class PackRuntime:
             token_counter(),
             max_tokens=self.settings.index.max_tokens,
             prefix_template=self.settings.index.context_prefix_template,
-            show_progress=False,
+            show_progress=show_progress,
         )
 
     def search(self, request: SearchRequest) -> SearchResult:

@@ -21,7 +21,7 @@ from ep_mcp.cli.app import (
     resolve_settings,
 )
 from ep_mcp.config import ServerSettings, Settings
-from ep_mcp.errors import ConfigError
+from ep_mcp.errors import ConfigError, EpMcpError
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +82,16 @@ def open_hub(settings: Settings, env: Mapping[str, str]) -> Any | None:
         return None
 
 
+def warm_up(library: Any) -> None:
+    """Load the query model now, so the first client does not wait for it."""
+    if library.embedder is None:
+        return
+    try:
+        library.embedder.embed_query("warm up")
+    except EpMcpError as exc:  # a dead provider degrades queries to lexical; say so once
+        logger.warning("query embedding is unavailable (%s) — queries will be lexical", exc)
+
+
 def build_serve_context(settings: Settings, env: Mapping[str, str]) -> tuple[Any, Any]:
     """Open the library (indexes built with progress on stderr), the hub, keys, query log."""
     from ep_mcp.runtime import open_library
@@ -96,6 +106,7 @@ def build_serve_context(settings: Settings, env: Mapping[str, str]) -> tuple[Any
     for rt in library:
         for warning in rt.pack.warnings:
             logger.warning("%s: %s", rt.slug, warning)
+    warm_up(library)
     keys = {rt.slug: rt.config.api_keys for rt in library}
     ring = KeyRing.build(keys, env)
     log_path = settings.server.query_log_path

@@ -19,6 +19,9 @@ class PackView:
     navigation: frozenset[str] = frozenset()
     refresh_cycle: str | None = None
     skill_of: Mapping[str, str] = field(default_factory=dict)  # file → skill directory
+    # file → what the file is about in one line: its title, and for skill repositories the
+    # skill's name and frontmatter description (how agents choose a skill); see profile.py
+    profiles: Mapping[str, str] = field(default_factory=dict)
 
 
 def pack_view(pack: Pack) -> PackView:
@@ -43,4 +46,23 @@ def pack_view(pack: Pack) -> PackView:
         navigation=frozenset(d.path for d in pack.documents if d.navigation),
         refresh_cycle=pack.refresh_cycle,
         skill_of={d.path: d.skill for d in pack.documents if d.skill},
+        profiles=_profiles(pack),
     )
+
+
+def _profiles(pack: Pack) -> dict[str, str]:
+    """Title (plus the frontmatter description when there is one); every file of a skill shares
+    the skill's line, so a supporting file is judged by the skill it serves."""
+    by_skill = {
+        item.name: f"{item.name}: {item.description}".strip(": ") for item in pack.skills
+    }
+    out: dict[str, str] = {}
+    for d in pack.documents:
+        if d.skill and d.skill in by_skill:
+            out[d.path] = by_skill[d.skill]
+            continue
+        desc = d.meta.get("description")
+        line = f"{d.title}: {desc}" if isinstance(desc, str) and desc.strip() else d.title
+        if line.strip():
+            out[d.path] = line.strip()
+    return out
