@@ -73,18 +73,20 @@ def test_every_file_of_a_skill_is_profiled_by_the_skills_name_and_description(
     line = "using-git-worktrees: Use when starting feature work that needs isolation"
     assert view.profiles["skills/worktrees/SKILL.md"] == line
     assert view.profiles["skills/worktrees/notes.md"] == line
-    assert view.profiles["README.md"] == "Superpowers"
+    assert "README.md" not in view.profiles  # no frontmatter: its heading is in its own text
 
 
-def test_a_pack_file_is_profiled_by_its_title_and_description_when_it_has_one(
+def test_a_pack_file_is_profiled_by_its_declared_title_and_description_only(
     make_pack: Callable[[dict[str, str]], Path],
 ) -> None:
     root = make_pack(
         {
             "a.md": "---\ntitle: Custom Panels\n---\n# Custom Panels\n\nText.\n",
             "b.md": "---\ntitle: Glossary\ndescription: Terms A to Z\n---\n# Glossary\n\nT.\n",
+            "c.md": "# Only A Heading\n\nText.\n",
         }
     )
     view = pack_view(load_pack(root.resolve(), slug="p", max_file_bytes=1 << 20))
     assert view.profiles["a.md"] == "Custom Panels"
     assert view.profiles["b.md"] == "Glossary: Terms A to Z"
+    assert "c.md" not in view.profiles

@@ -51,16 +51,18 @@ def pack_view(pack: Pack) -> PackView:
 
 
 def _profiles(pack: Pack) -> dict[str, str]:
-    """Title (plus the frontmatter description when there is one); every file of a skill shares
-    the skill's line, so a supporting file is judged by the skill it serves."""
+    """Frontmatter title and description; every file of a skill shares the skill's name and
+    description, so a supporting file is judged by the skill it serves."""
     by_skill = {item.name: f"{item.name}: {item.description}".strip(": ") for item in pack.skills}
     out: dict[str, str] = {}
     for d in pack.documents:
         if d.skill and d.skill in by_skill:
             out[d.path] = by_skill[d.skill]
             continue
-        desc = d.meta.get("description")
-        line = f"{d.title}: {desc}" if isinstance(desc, str) and desc.strip() else d.title
-        if line.strip():
-            out[d.path] = line.strip()
+        # Declared metadata only: a title taken from the text's first heading is already in
+        # the first chunk, so it would count twice (measured: costs 0.011 nDCG on SciFact).
+        title, desc = d.meta.get("title"), d.meta.get("description")
+        parts = [str(v).strip() for v in (title, desc) if isinstance(v, str) and v.strip()]
+        if parts:
+            out[d.path] = ": ".join(parts)
     return out

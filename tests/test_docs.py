@@ -1,0 +1,42 @@
+"""The README's examples stay true: its config validates and every command it shows exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ep_mcp.cli import main
+from ep_mcp.config import load_settings
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_the_readme_config_example_validates(tmp_path: Path) -> None:
+    block = re.search(r"```yaml\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert block is not None
+    config = tmp_path / "config.yaml"
+    config.write_text(block.group(1), encoding="utf-8")
+    settings = load_settings(config)
+    assert settings.packs and settings.embedding.provider == "local"
+
+
+def readme_commands() -> list[tuple[str, ...]]:
+    """`ep-mcp <command> [<subcommand>]` as written in the README's bash blocks."""
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    found: set[tuple[str, ...]] = set()
+    for m in re.finditer(r"\bep-mcp\s+([a-z]+)(?:\s+([a-z|]+)\b)?", "\n".join(blocks)):
+        first, second = m.group(1), m.group(2)
+        if first in {"bench", "skills"} and second:
+            found.update((first, sub) for sub in second.split("|"))
+        else:
+            found.add((first,))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("command", readme_commands(), ids=" ".join)
+def test_every_command_in_the_readme_exists(command: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(main, [*command, "--help"])
+    assert result.exit_code == 0, result.output
