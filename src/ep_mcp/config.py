@@ -104,6 +104,7 @@ class ServerSettings:
     mcp_allowed_origins: tuple[str, ...] = ()
     query_log_path: Path | None = None
     max_body_bytes: int = 1_000_000
+    rate_limit_per_minute: int = 0  # per client address on every route but /health; 0 = off
     watch: bool = True
 
 

@@ -392,3 +392,21 @@ def test_query_log_writes_one_line_per_search_and_no_key(
         ("alpha", "port", "http"),
     ]
     assert "sk-alpha" not in log.read_text()
+
+
+def test_past_the_limit_every_route_but_health_answers_429_with_retry_after(
+    serve_ctx: Any,
+) -> None:
+    serve, ring = serve_ctx
+    seen: list[int] = []
+
+    async def fn(c: httpx2.AsyncClient) -> None:
+        for _ in range(4):
+            r = await c.get("/packs")
+            seen.append(r.status_code)
+        assert r.headers["Retry-After"].isdigit()
+        assert r.json()["error"]["code"] == "rate_limited"
+        assert (await c.get("/health")).status_code == 200
+
+    with_client(serve, ring, fn, rate_limit_per_minute=3)
+    assert seen == [200, 200, 200, 429]

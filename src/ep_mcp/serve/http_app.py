@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ep_mcp.config import ServerSettings
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import PACKS_SCOPE_KEY, ServeContext, build_server
+from ep_mcp.serve.ratelimit import RateLimiter
 from ep_mcp.serve.search_api import search_endpoint
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class Guard:
     allowed_hosts: tuple[str, ...]
     allowed_origins: tuple[str, ...]
     max_body_bytes: int
+    limiter: RateLimiter | None = None
 
 
 def make_guard(serve: ServeContext, server: ServerSettings, ring: auth.KeyRing) -> Guard:
@@ -67,6 +69,7 @@ def make_guard(serve: ServeContext, server: ServerSettings, ring: auth.KeyRing) 
         allowed_hosts=auth.default_allowed_hosts(server.host, server.mcp_allowed_hosts),
         allowed_origins=auth.default_allowed_origins(server.mcp_allowed_origins),
         max_body_bytes=server.max_body_bytes,
+        limiter=RateLimiter(server.rate_limit_per_minute) if server.rate_limit_per_minute else None,
     )
 
 
@@ -100,7 +103,7 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refusal = self._refuse(scope)
+        refusal = self._throttle(scope) or self._refuse(scope)
         if refusal is not None:
             await _drain_then(refusal, scope, receive, send)
             return
@@ -119,6 +122,19 @@ class GuardMiddleware:
                 await error_response(500, "internal error — see the server log")(
                     scope, receive, send
                 )
+
+    def _throttle(self, scope: Scope) -> Response | None:
+        limiter = self.guard.limiter
+        if limiter is None or scope["path"] == "/health":
+            return None
+        client = scope.get("client")
+        wait = limiter.wait_for(str(client[0]) if client else "unknown")
+        if wait <= 0:
+            return None
+        after = limiter.retry_after(wait)
+        return error_response(
+            429, f"too many requests — retry after {after} s", {"Retry-After": after}
+        )
 
     def _refuse(self, scope: Scope) -> Response | None:
         g = self.guard
