@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ep_mcp.retrieval.candidates import Candidate
 
@@ -42,6 +43,7 @@ class ThresholdSettings:
     score_ratio: float = 0.0  # keep score >= ratio x best (0 = keep all)
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     for suffix in ("ing", "ies", "es", "ed", "ly", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -49,11 +51,17 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=4096)
+def _stems(text: str) -> frozenset[str]:
+    """The crude stems of a text's words (memoised: the same chunks recur across queries)."""
+    return frozenset(_stem(w) for w in set(_WORD.findall(text.lower())))
+
+
 def term_coverage(terms: Sequence[str], text: str) -> float:
     """Share of ``terms`` (lower case) that occur in ``text``, matched on crude stems."""
     if not terms:
         return 0.0
-    words = {_stem(w) for w in set(_WORD.findall(text.lower()))}
+    words = _stems(text)
     found = sum(1 for t in terms if _stem(t) in words)
     return found / len(terms)
 
