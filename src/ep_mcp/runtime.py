@@ -11,10 +11,11 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import EmbeddingError, NotFoundError
-from ep_mcp.index.builder import BuildReport, build_index
+from ep_mcp.index.builder import BuildReport, build_index, embed_texts
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.locate import index_path
 from ep_mcp.index.store import Store
@@ -48,6 +49,7 @@ class PackRuntime:
     view: PackView = field(init=False)  # what the retrieval stages need of the pack, as data
     reranker: Reranker | None = field(init=False, default=None)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
+    _profiles: dict[str, Any] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pack = self._load()
@@ -80,7 +82,7 @@ class PackRuntime:
                 )
             pack = self._load() if reload else self.pack
             report = self._update(pack, show_progress)
-            self.pack, self.view = pack, pack_view(pack)
+            self._swap(pack)
             return report
 
     def reload(self) -> BuildReport | None:
@@ -92,10 +94,32 @@ class PackRuntime:
         """
         if self.config.read_only:
             with self._lock:
-                new = self._load()
-                self.pack, self.view = new, pack_view(new)
+                self._swap(self._load())
             return None
         return self.index(show_progress=False)
+
+    def _swap(self, pack: Pack) -> None:
+        """Serve a new version of the pack: its files, its view; profile vectors follow lazily."""
+        self.pack, self.view, self._profiles = pack, pack_view(pack), None
+
+    def _profile_vector(self, text: str) -> Any:
+        """The vector of a file's one-line profile (retrieval's file-profile stage).
+
+        All profiles of the pack version are embedded together on first use, through the
+        index's embedding cache, so later queries and later processes pay nothing.
+        """
+        profiles = self._profiles
+        if profiles is None:
+            with self._lock:
+                texts = list(dict.fromkeys(t for t in self.view.profiles.values() if t))
+                assert self.embedder is not None
+                profiles = embed_texts(self.store, self.embedder, texts)
+                self._profiles = profiles
+        vector = profiles.get(text)
+        if vector is None:  # a profile of a newer view than the cached set
+            assert self.embedder is not None
+            vector = self.embedder.embed_documents([text])[0]
+        return vector
 
     def _update(self, pack: Pack, show_progress: bool | None) -> BuildReport:
         """Build with the embedder; if it fails, build lexically so search still answers."""
@@ -122,8 +146,12 @@ class PackRuntime:
             show_progress=show_progress,
         )
 
-    def search(self, request: SearchRequest) -> SearchResult:
-        embed = self.embedder.embed_query if self.embedder is not None else None
+    def search(
+        self, request: SearchRequest, *, query_embedder: Embedder | None = None
+    ) -> SearchResult:
+        """Answer one query; ``query_embedder`` overrides how the query is embedded (benches)."""
+        embedder = query_embedder or self.embedder
+        embed = embedder.embed_query if embedder is not None else None
         return engine.search(
             self.store,
             self.slug,
@@ -131,6 +159,7 @@ class PackRuntime:
             self.settings.retrieval,
             embed,
             view=self.view,
+            embed_profile=self._profile_vector if self.embedder is not None else None,
             reranker=self.reranker,
             rerank_pool=self.settings.reranker.pool,
         )

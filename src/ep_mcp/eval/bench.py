@@ -118,14 +118,7 @@ def query_latency(
         for _ in range(repeats):
             for q in queries:
                 t = time.perf_counter()
-                engine.search(
-                    rt.store,
-                    rt.slug,
-                    SearchRequest(q, k=k),
-                    settings,
-                    base.embed_query,
-                    view=rt.view,
-                )
+                rt.search(SearchRequest(q, k=k), query_embedder=base)
                 cold.append((time.perf_counter() - t) * 1000)
         out.append(latency("embedding the query", cold))
         cache = QueryEmbeddingCache(base)
@@ -134,14 +127,7 @@ def query_latency(
         for _ in range(repeats):
             for q in queries:
                 t = time.perf_counter()
-                engine.search(
-                    rt.store,
-                    rt.slug,
-                    SearchRequest(q, k=k),
-                    settings,
-                    cache.embed_query,
-                    view=rt.view,
-                )
+                rt.search(SearchRequest(q, k=k), query_embedder=cache)
                 warm.append((time.perf_counter() - t) * 1000)
         del vectors
         out.append(latency("cached query embedding", warm))

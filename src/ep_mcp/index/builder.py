@@ -139,6 +139,22 @@ def _embed_missing(
     return found, len(items)
 
 
+def embed_texts(
+    store: Store, embedder: Embedder, texts: Sequence[str]
+) -> dict[str, npt.NDArray[np.float32]]:
+    """text → vector for a few texts outside the chunks (file profiles), through the cache.
+
+    Computed vectors are cached when the index is writable, so the next process reads them.
+    """
+    if not texts:
+        return {}
+    if store.read_only:
+        rows = embedder.embed_documents(list(texts))
+        return {t: rows[i] for i, t in enumerate(texts)}
+    by_key, _ = _embed_missing(store, embedder, texts, len, show_progress=False)
+    return {t: by_key[cache_key(embedder, t)] for t in texts}
+
+
 def build_index(
     pack: Pack,
     store: Store,

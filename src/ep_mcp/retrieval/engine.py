@@ -163,10 +163,15 @@ def search(
     embed_query: QueryEmbed | None,
     *,
     view: PackView | None = None,
+    embed_profile: QueryEmbed | None = None,
     reranker: Reranker | None = None,
     rerank_pool: int = 30,
 ) -> SearchResult:
-    """Run one query against one pack's index."""
+    """Run one query against one pack's index.
+
+    ``embed_profile`` gives the vector of a file's profile line (the runtime keeps them per pack
+    version); without it the query embedder is used.
+    """
     started = time.perf_counter()
     if not request.query.strip() and request.vector is None:
         raise QueryError("the query is empty — pass some words to search for")
@@ -237,7 +242,9 @@ def search(
     trace.stage("boosts", cands, "type/tag hints, always tier, length and freshness penalties")
 
     if settings.profile_weight > 0 and cands and view.profiles and legs.query_vector is not None:
-        cands = _apply_profile(cands, legs.query_vector, view, settings, embed_query, scale)
+        cands = _apply_profile(
+            cands, legs.query_vector, view, settings, embed_profile or embed_query, scale
+        )
         trace.stage("profile", cands, f"file profile weight {settings.profile_weight}")
 
     if reranker is not None and cands:
@@ -297,8 +304,7 @@ def _apply_profile(
     embed_query: QueryEmbed | None,
     scale: float,
 ) -> list[Candidate]:
-    """The file-profile stage over the head the answer can come from (profiles are embedded
-    with the query embedder, whose cache keeps them)."""
+    """The file-profile stage over the head the answer can come from."""
     if embed_query is None:
         return cands
     head = [c.path for c in cands[:PROFILE_HEAD]]
