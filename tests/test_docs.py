@@ -40,3 +40,12 @@ def readme_commands() -> list[tuple[str, ...]]:
 def test_every_command_in_the_readme_exists(command: tuple[str, ...]) -> None:
     result = CliRunner().invoke(main, [*command, "--help"])
     assert result.exit_code == 0, result.output
+
+
+def test_the_config_reference_in_docs_matches_the_defaults() -> None:
+    doc = (README.parent / "docs" / "server.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- config-defaults:start -->\n```yaml\n(.*?)```", doc, re.S)
+    assert block is not None
+    result = CliRunner().invoke(main, ["config", "--defaults"])
+    assert result.exit_code == 0
+    assert block.group(1) == result.output, "regenerate with `ep-mcp config --defaults`"
