@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -65,33 +67,77 @@ def run_legs(
     embed_query: QueryEmbed | None,
     pool: int,
 ) -> Legs:
-    """Lexical (any-term BM25) and vector legs; an embedding failure leaves the dense leg empty."""
+    """Lexical (any-term BM25) and vector legs; an embedding failure leaves the dense leg empty.
+
+    When the query must be embedded, the lexical leg runs on another thread meanwhile: SQLite
+    and onnxruntime both release the GIL, so the two legs overlap on two cores.
+    """
     terms = tuple(query_terms(request.query))
-    lexical: list[tuple[int, float]] = []
-    if request.legs != "vector":
-        lexical = store.lexical_top(
+
+    def lexical_leg() -> list[tuple[int, float]]:
+        if request.legs == "vector":
+            return []
+        return store.lexical_top(
             terms,
             pool,
             weights=(settings.text_column_weight, settings.title_weight, settings.heading_weight),
             time_limit_ms=settings.lexical_time_limit_ms,
         )
+
+    embeds = (
+        request.legs != "lexical"
+        and request.vector is None
+        and embed_query is not None
+        and store.has_vectors()
+    )
+    pending: Future[list[tuple[int, float]]] | None = None
+    lexical: list[tuple[int, float]] = []
+    if embeds and request.legs != "vector" and not _is_cached(embed_query, request.query):
+        pending = _legs_pool().submit(lexical_leg)
+    else:
+        lexical = lexical_leg()
     dense: list[tuple[int, float]] = []
     notes: list[str] = []
     qvec: npt.NDArray[np.float32] | None = None
-    if request.legs == "lexical":
-        pass
-    elif request.vector is not None:
-        qvec = np.asarray(request.vector, dtype=np.float32)
-        dense = store.vector_top(qvec, pool)
-    elif embed_query is not None and store.has_vectors():
-        try:
-            qvec = embed_query(request.query)
+    try:
+        if request.legs == "lexical":
+            pass
+        elif request.vector is not None:
+            qvec = np.asarray(request.vector, dtype=np.float32)
             dense = store.vector_top(qvec, pool)
-        except EmbeddingError as exc:
-            qvec = None
-            notes.append(f"embedding failed, answered lexically: {exc}")
-            logger.warning("query embedding failed (%s) — lexical only", exc)
+        elif embeds:
+            assert embed_query is not None
+            try:
+                qvec = embed_query(request.query)
+                dense = store.vector_top(qvec, pool)
+            except EmbeddingError as exc:
+                qvec = None
+                notes.append(f"embedding failed, answered lexically: {exc}")
+                logger.warning("query embedding failed (%s) — lexical only", exc)
+    finally:
+        if pending is not None:
+            lexical = pending.result()
     return Legs(terms, lexical, dense, tuple(notes), qvec if dense else None)
+
+
+def _is_cached(embed_query: QueryEmbed | None, query: str) -> bool:
+    """A cached query embedding costs microseconds: then a thread hand-off would only cost."""
+    owner = getattr(embed_query, "__self__", None)
+    is_cached = getattr(owner, "is_cached", None)
+    return bool(is_cached(query)) if callable(is_cached) else False
+
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _legs_pool() -> ThreadPoolExecutor:
+    """Threads for the lexical leg while the query is embedded (created on first use)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ep-lexical")
+        return _pool
 
 
 def _candidate(

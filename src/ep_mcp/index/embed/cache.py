@@ -43,6 +43,12 @@ class QueryEmbeddingCache:
         digest = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()
         return (self.embedder.name, self.embedder.dimension, digest)
 
+    def is_cached(self, text: str) -> bool:
+        """Whether ``embed_query(text)`` would be answered from memory."""
+        key = self.key(text)
+        with self._lock:
+            return key in self._entries
+
     def embed_query(self, text: str) -> Matrix:
         key = self.key(text)
         with self._lock:
