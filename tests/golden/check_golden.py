@@ -11,8 +11,9 @@ import sys
 import yaml
 
 HERE = pathlib.Path(__file__).resolve().parent
-PACKS = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "/work/shared/packs")
-SKILLS = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "/work/shared/skills")
+SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared"
+PACKS = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else SHARED / "packs"
+SKILLS = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else SHARED / "skills"
 CATS = {"keyword", "natural", "paraphrase", "multi-file", "negative"}
 SKILL_REPOS = {"anthropics-skills", "obra-superpowers"}
 
