@@ -18,7 +18,6 @@ ep_mcp stays fast.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.resources
 import logging
 import os
@@ -93,11 +92,9 @@ def count_tokens_batch(texts: Sequence[str]) -> list[int]:
 
 
 def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    from ep_mcp.index.embed.optimize import sha256_file  # numpy + stdlib; onnx stays lazy
+
+    return sha256_file(path)
 
 
 def verify_model_file(path: Path, sha256: str, size_bytes: int) -> None:

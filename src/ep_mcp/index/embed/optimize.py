@@ -296,7 +296,8 @@ def optimize_graph(model: Any) -> Any:
 # the on-disk cache
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -326,7 +327,7 @@ def _write_atomic(path: Path, data: bytes, check: Iterable[Callable[[Path], None
 def _verified(model: Path, meta: Path) -> bool:
     try:
         want = json.loads(meta.read_text(encoding="utf-8"))
-        return bool(model.stat().st_size == want["size"] and _sha256(model) == want["sha256"])
+        return bool(model.stat().st_size == want["size"] and sha256_file(model) == want["sha256"])
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
