@@ -288,8 +288,27 @@ def validate(settings: Settings) -> None:
             raise ConfigError(
                 f"retrieval.today: must be a date YYYY-MM-DD — got {r.today!r}"
             ) from None
-    if settings.reranker.pool < 1:
-        raise ConfigError(f"reranker.pool: must be at least 1 — got {settings.reranker.pool}")
+    sk, srv = settings.skills, settings.server
+    at_least: tuple[tuple[str, float, float], ...] = (
+        ("reranker.pool", settings.reranker.pool, 1),
+        ("reranker.max_chars", settings.reranker.max_chars, 1),
+        ("index.max_file_bytes", settings.index.max_file_bytes, 1),
+        ("server.max_body_bytes", srv.max_body_bytes, 1),
+        ("server.rate_limit_per_minute", srv.rate_limit_per_minute, 0),
+        ("skills.rrf_k", sk.rrf_k, 1),
+        ("skills.llm_top", sk.llm_top, 1),
+        ("skills.read_max_chars", sk.read_max_chars, 1),
+    )
+    for key, value, low in at_least:
+        if value < low:
+            raise ConfigError(f"{key}: must be at least {low} — got {value}")
+    for key, seconds in (
+        ("skills.llm_timeout_s", sk.llm_timeout_s),
+        ("skills.clone_timeout_s", sk.clone_timeout_s),
+        ("skills.discover_timeout_s", sk.discover_timeout_s),
+    ):
+        if not seconds > 0:
+            raise ConfigError(f"{key}: must be a number of seconds above 0 — got {seconds}")
     if settings.server.log_level.upper() not in _VALID_CHOICES["server.log_level"]:
         raise ConfigError("server.log_level: must be one of DEBUG, INFO, WARNING, ERROR")
     if not 0 < settings.server.port < 65536:

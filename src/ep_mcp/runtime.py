@@ -170,7 +170,7 @@ class PackRuntime:
         Only paths the pack reader listed are served — nothing is resolved against the disk —
         so `..`, absolute paths and links out of the pack cannot reach another file.
         """
-        doc = self.pack.document(path.strip().lstrip("./") if path.startswith("./") else path)
+        doc = self.pack.document(path[2:] if path.startswith("./") else path)
         if doc is None:
             raise NotFoundError(
                 f"'{path}' is not a file of pack '{self.slug}' — list them with ep_list_topics"

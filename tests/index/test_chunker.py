@@ -90,3 +90,21 @@ def test_split_chunks_tile_the_body_exactly(tmp_path_factory, sections) -> None:
     assert "".join(c.text for c in chunks).strip() == "".join(lines).strip()
     for a, b in itertools.pairwise(chunks):
         assert a.line_range[1] < b.line_range[0]
+
+
+def test_a_unicode_line_separator_in_the_body_does_not_shift_the_split_points(make_pack) -> None:
+    body = (
+        "# Guide\n\nintro\u2028more intro "
+        + "word " * 50
+        + "\n\n## Setup\n\n"
+        + "step " * 50
+        + "\n"
+    )
+    root = make_pack({"g.md": body})
+    (doc,) = load_pack(root).documents
+    chunks = chunk_document(doc, words, max_tokens=60)
+    assert [c.text.splitlines()[0] for c in chunks] == ["# Guide", "## Setup"]
+    assert chunks[1].heading_path == ("Guide", "Setup")
+    raw = (root / "g.md").read_bytes()
+    for c in chunks:
+        assert raw[c.byte_range[0] : c.byte_range[1]].decode() == c.text

@@ -56,13 +56,20 @@ def _parser() -> MarkdownIt:
 
 def find_headings(doc: Document) -> list[Heading]:
     """Headings of the body (code fences excluded), with raw-file line numbers."""
-    tokens = _parser().parse(doc.body)
+    body = doc.body
+    tokens = _parser().parse(body)
     offset = doc.body_line - 1
+    # markdown-it counts only \n, \r\n and \r as line breaks; `str.splitlines` (which the
+    # line ranges here use) also breaks at \f, \x1c, U+2028 ...: map one count to the other.
+    starts = [0] + [
+        i + 1 for i, line in enumerate(body.splitlines(keepends=True)) if line[-1:] in "\n\r"
+    ]
     found: list[Heading] = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map is not None:
             title = tokens[i + 1].content.strip() if i + 1 < len(tokens) else ""
-            found.append(Heading(int(tok.tag[1]), title, tok.map[0] + 1 + offset))
+            line = starts[min(tok.map[0], len(starts) - 1)]
+            found.append(Heading(int(tok.tag[1]), title, line + 1 + offset))
     return found
 
 
