@@ -89,6 +89,13 @@ def test_golden_files_load_and_bad_ones_say_what_is_wrong(tmp_path: Path) -> Non
         load_golden(bad)
 
 
+def test_a_golden_set_whose_queries_are_not_a_list_says_so(tmp_path: Path) -> None:
+    bad = tmp_path / "g.yaml"
+    bad.write_text("pack: demo\nqueries: 5\n")
+    with pytest.raises(ConfigError, match="queries: must be a list"):
+        load_golden(bad)
+
+
 def test_packs_are_found_under_any_root(tmp_path: Path) -> None:
     (tmp_path / "b" / "demo").mkdir(parents=True)
     (tmp_path / "a").mkdir()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ep_mcp.packs.frontmatter import body_hash
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Edge
@@ -130,6 +132,19 @@ def test_a_broken_manifest_warns_and_falls_back(write: Writer) -> None:
     assert messages[0].startswith("manifest.yaml:2: invalid YAML")
     assert any("missing `type`" in m for m in messages)
     assert [d.path for d in pack.documents] == ["a.md"]
+
+
+@pytest.mark.parametrize(
+    "extra", ["context: {always: 5}\n", "context: {on_demand: true}\n", "index_files: 3\n"]
+)
+def test_a_manifest_list_given_as_a_number_is_ignored_and_the_pack_still_loads(
+    write: Writer, extra: str
+) -> None:
+    root = write("manifest.yaml", "slug: s\nname: S\ntype: product\n" + extra)
+    write("a.md", "# A\n")
+    pack = load_pack(root)
+    assert [d.path for d in pack.documents] == ["a.md"]
+    assert not pack.documents[0].navigation
 
 
 def test_an_invalid_pack_type_is_a_warning(write: Writer) -> None:

@@ -186,16 +186,14 @@ def test_graph_expansion_adds_linked_pages_in_reserved_slots(
 
 
 def test_the_requires_token_budget_holds_beyond_two_hops(make_pack, tmp_path: Path) -> None:
-    long = "filler " * 300
+    long = "filler " * 150  # about 300 tokens
     files = {
         "a.md": "---\nrequires: [b.md]\n---\n# Anchor\n\nZebra quartz anchor page.\n",
         "b.md": f"---\nrequires: [c.md]\n---\n# Bee\n\n{long}\n",
         "c.md": f"---\nrequires: [d.md]\n---\n# Sea\n\n{long}\n",
         "d.md": f"# Dee\n\n{long}\n",
     }
-    rt = runtime(
-        make_pack(files), tmp_path, requires_max_depth=3, requires_token_budget=700
-    )
+    rt = runtime(make_pack(files), tmp_path, requires_max_depth=3, requires_token_budget=700)
     try:
         hits = rt.search(SearchRequest("zebra quartz anchor", k=1)).hits
         assert [h.source_file for h in hits] == ["a.md", "b.md", "c.md"]  # d.md is over budget

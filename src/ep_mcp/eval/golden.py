@@ -123,8 +123,11 @@ def load_golden(path: Path) -> GoldenSet:
         raise ConfigError(f"cannot read golden set {path}: {exc} — check the file") from exc
     if not isinstance(data, Mapping) or not isinstance(data.get("pack"), str):
         raise ConfigError(f"{path}: a golden set is a mapping with `pack:` and `queries:`")
+    raw = data.get("queries") or []
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path.name}: queries: must be a list of {{id, query, expected}}")
     queries = []
-    for i, q in enumerate(data.get("queries") or []):
+    for i, q in enumerate(raw):
         where = f"{path.name}: queries[{i}]"
         if not isinstance(q, Mapping) or not q.get("query"):
             raise ConfigError(f"{where}: each query needs at least `query:`")

@@ -42,14 +42,12 @@ class _Context:
         if not isinstance(context, Mapping):
             return
         for tier in TIERS:
-            values = context.get(tier)
-            for value in [values] if isinstance(values, str) else values or []:
+            for value in _listed(context.get(tier)):
                 if isinstance(value, str) and value.strip():
                     self.entries.append((_join(prefix, value.strip()), tier))
 
     def add_index_names(self, manifest: Mapping[str, Any]) -> None:
-        names = manifest.get("index_files")
-        for name in [names] if isinstance(names, str) else names or []:
+        for name in _listed(manifest.get("index_files")):
             if isinstance(name, str) and name.strip():
                 self.index_names.add(posixpath.basename(name.strip()))
 
@@ -63,6 +61,11 @@ class _Context:
             if hit and (best is None or len(folder) > best[0]):
                 best = (len(folder), tier)
         return best[1] if best else None
+
+
+def _listed(value: Any) -> list[Any]:
+    """A manifest list field: a list, or one string; anything else (a number, ...) is none."""
+    return [value] if isinstance(value, str) else value if isinstance(value, list) else []
 
 
 def _join(prefix: str, entry: str) -> str:

@@ -449,10 +449,11 @@ def _expand_requires(
 ) -> list[Candidate]:
     if not view.requires or not top:
         return []
-    wanted = {t for c in top for t in view.requires.get(c.path, ())}
-    reachable = set(wanted)
-    for t in list(wanted):
-        reachable.update(view.requires.get(t, ()))
+    reachable: set[str] = set()
+    frontier = {c.path for c in top}
+    for _ in range(settings.requires_max_depth):  # every hop the walk may take is costed
+        frontier = {t for p in frontier for t in view.requires.get(p, ())} - reachable
+        reachable |= frontier
     firsts: dict[str, list[StoredChunk]] = {p: store.chunks_for_path(p) for p in reachable}
     tokens = {p: sum(sc.chunk.tokens for sc in chunks) for p, chunks in firsts.items()}
     found = expand_requires(
