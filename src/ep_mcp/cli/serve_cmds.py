@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 from collections.abc import Mapping
@@ -92,7 +93,9 @@ def warm_up(library: Any) -> None:
         logger.warning("query embedding is unavailable (%s) — queries will be lexical", exc)
 
 
-def build_serve_context(settings: Settings, env: Mapping[str, str]) -> tuple[Any, Any]:
+def build_serve_context(
+    settings: Settings, env: Mapping[str, str], *, build: bool = True
+) -> tuple[Any, Any]:
     """Open the library (indexes built with progress on stderr), the hub, keys, query log."""
     from ep_mcp.runtime import open_library
     from ep_mcp.serve.auth import KeyRing
@@ -102,7 +105,7 @@ def build_serve_context(settings: Settings, env: Mapping[str, str]) -> tuple[Any
 
     tools()  # load the built-in tools now, before worker threads race to do it
     assert settings.home is not None
-    library = open_library(settings, env, settings.home, show_progress=None)
+    library = open_library(settings, env, settings.home, build=build, show_progress=None)
     for rt in library:
         for warning in rt.pack.warnings:
             logger.warning("%s: %s", rt.slug, warning)
@@ -115,8 +118,18 @@ def build_serve_context(settings: Settings, env: Mapping[str, str]) -> tuple[Any
         hub=open_hub(settings, env),
         query_log=QueryLog(log_path) if log_path else None,
         keyed=ring.keyed,
+        inline=cheap_queries(library.embedder),
     )
     return serve, ring
+
+
+def cheap_queries(embedder: Any) -> bool:
+    """True when a query costs only pure-Python work (no embedder, or the hashing one), so
+    the HTTP server runs tool calls on its event loop instead of a worker thread."""
+    from ep_mcp.index.embed.fake import HashingEmbedder
+
+    inner = getattr(embedder, "embedder", embedder)
+    return embedder is None or isinstance(inner, HashingEmbedder)
 
 
 def run_stdio(serve: Any, watch: bool) -> None:
@@ -151,12 +164,7 @@ def run_http(serve: Any, ring: Any, server_settings: ServerSettings, watch: bool
 
     app = create_app(serve, server_settings, ring, background=background)
     level = server_settings.log_level.lower()
-    click.echo(
-        f"ep-mcp: serving {', '.join(serve.library.slugs())} on "
-        f"http://{server_settings.host}:{server_settings.port} "
-        f"(MCP at /mcp and /packs/{{slug}}/mcp, search at /search)",
-        err=True,
-    )
+    _announce(serve, server_settings)
     uvicorn.run(
         app,
         host=server_settings.host,
@@ -164,6 +172,54 @@ def run_http(serve: Any, ring: Any, server_settings: ServerSettings, watch: bool
         log_level=level,
         access_log=level == "debug",
         server_header=False,
+    )
+
+
+WORKER_ENV = "EP_MCP_SERVE_WORKER"  # JSON: how each --workers process rebuilds its settings
+
+
+def run_http_workers(serve: Any, server_settings: ServerSettings, workers: int, spec: str) -> None:
+    """`--workers N`: N uvicorn processes, each opening the (already built) read-only index."""
+    import uvicorn
+
+    _announce(serve, server_settings)
+    os.environ[WORKER_ENV] = spec
+    level = server_settings.log_level.lower()
+    uvicorn.run(
+        "ep_mcp.cli.serve_cmds:worker_app",
+        factory=True,
+        workers=workers,
+        host=server_settings.host,
+        port=server_settings.port,
+        log_level=level,
+        access_log=level == "debug",
+        server_header=False,
+    )
+
+
+def worker_app() -> Any:
+    """The app of one `--workers` process: same settings, no index build, no watcher."""
+    from ep_mcp.serve.http_app import create_app
+
+    raw = json.loads(os.environ[WORKER_ENV])
+    settings, _ = serve_settings(
+        Path(raw["config"]) if raw["config"] else None,
+        tuple(raw["packs"]),
+        provider=raw["provider"],
+        index_dir=Path(raw["index_dir"]) if raw["index_dir"] else None,
+        host=raw["host"],
+        port=raw["port"],
+    )
+    serve, ring = build_serve_context(settings, os.environ, build=False)
+    return create_app(serve, settings.server, ring)
+
+
+def _announce(serve: Any, server_settings: ServerSettings) -> None:
+    click.echo(
+        f"ep-mcp: serving {', '.join(serve.library.slugs())} on "
+        f"http://{server_settings.host}:{server_settings.port} "
+        f"(MCP at /mcp and /packs/{{slug}}/mcp, search at /search)",
+        err=True,
     )
 
 
@@ -185,6 +241,13 @@ def run_http(serve: Any, ring: Any, server_settings: ServerSettings, watch: bool
     help="Re-index packs when their files change (default: on, except for the "
     "bundled example pack).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="HTTP worker processes; each opens the read-only index (no --watch with more than 1).",
+)
 @provider_option
 @index_dir_option
 @fail_cleanly
@@ -195,6 +258,7 @@ def serve_cmd(
     host: str | None,
     port: int | None,
     watch: bool | None,
+    workers: int,
     provider: str | None,
     index_dir: Path | None,
 ) -> None:
@@ -208,10 +272,26 @@ def serve_cmd(
     if settings.server.log_level.upper() == "DEBUG":
         logging.getLogger("ep_mcp").setLevel(logging.DEBUG)
     watching = settings.server.watch and not zero if watch is None else watch
+    if workers > 1:
+        if transport != "http":
+            raise ConfigError("--workers needs --transport http")
+        if watch:
+            raise ConfigError("--watch cannot be used with --workers above 1 — pick one")
+        watching = False
     serve, ring = build_serve_context(settings, os.environ)
     try:
         if transport == "stdio":
             run_stdio(serve, watching)
+        elif workers > 1:
+            spec = {
+                "config": str(config) if config else None,
+                "packs": list(packs),
+                "provider": provider,
+                "index_dir": str(index_dir) if index_dir else None,
+                "host": host,
+                "port": port,
+            }
+            run_http_workers(serve, settings.server, workers, json.dumps(spec))
         else:
             run_http(serve, ring, settings.server, watching)
     finally:
@@ -229,6 +309,13 @@ def serve_cmd(
     help="Duration of each phase (/search, then MCP ep_search).",
 )
 @click.option("--short", is_flag=True, help="5-second phases (a quick smoke run).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server worker processes (`ep-mcp serve --workers`).",
+)
 @provider_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @fail_cleanly
@@ -237,6 +324,7 @@ def bench_serve_cmd(
     clients: int,
     seconds: float,
     short: bool,
+    workers: int,
     provider: str | None,
     as_json: bool,
 ) -> None:
@@ -249,6 +337,7 @@ def bench_serve_cmd(
         clients=clients,
         seconds=5.0 if short else seconds,
         provider=provider or "hashing",
+        workers=workers,
     )
     if as_json:
         emit_json(report)

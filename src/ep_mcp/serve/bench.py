@@ -8,6 +8,8 @@ Streamable HTTP), each phase for a fixed time. Reports requests/s, p50/p95/p99 a
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -17,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx2
 
@@ -34,6 +37,7 @@ QUERIES = (
     "index location",
     "skills hub tap",
 )
+WARMUP_SECONDS = 2.0  # each route is loaded this long, unmeasured, before its phase
 MCP_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",
@@ -54,30 +58,103 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
+class _Connection:
+    """One keep-alive HTTP/1.1 connection: a lean closed-loop client (the load generator
+    shares the CPUs with the server, so each request should cost it as little as possible)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(
+        self, method: str, target: str, body: bytes = b"", headers: str = ""
+    ) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        head = (
+            f"{method} {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{headers}"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        try:
+            self.writer.write(head.encode("latin-1") + body)
+            raw = await self.reader.readuntil(b"\r\n\r\n")
+            lines = raw.decode("latin-1").split("\r\n")
+            status = int(lines[0].split(" ", 2)[1])
+            fields = {
+                k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])
+            }
+            if "content-length" in fields:
+                data = await self.reader.readexactly(int(fields["content-length"]))
+            else:
+                data = await self._chunked()
+        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+            await self.close()
+            raise
+        if fields.get("connection", "").lower() == "close":
+            await self.close()
+        return status, data
+
+    async def _chunked(self) -> bytes:
+        assert self.reader is not None
+        parts: list[bytes] = []
+        while True:
+            size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size == 0:
+                await self.reader.readuntil(b"\r\n")
+                return b"".join(parts)
+            parts.append(await self.reader.readexactly(size))
+            await self.reader.readexactly(2)
+
+    async def close(self) -> None:
+        writer, self.writer, self.reader = self.writer, None, None
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+
+Request = Callable[[_Connection, int], Awaitable[bool]]
+
+
 async def _phase(
-    clients: int, seconds: float, one: Callable[[httpx2.AsyncClient, int], Awaitable[bool]]
+    host: str, port: int, clients: int, seconds: float, one: Request
 ) -> dict[str, Any]:
     latencies: list[float] = []
     errors = 0
+    reasons: list[str] = []
     deadline = time.monotonic() + seconds
-    limits = httpx2.Limits(max_connections=clients, max_keepalive_connections=clients)
 
-    async def worker(wid: int, client: httpx2.AsyncClient) -> None:
+    async def worker(wid: int) -> None:
         nonlocal errors
+        conn = _Connection(host, port)
         i = wid
-        while time.monotonic() < deadline:
-            started = time.perf_counter()
-            try:
-                ok = await one(client, i)
-            except httpx2.HTTPError:
-                ok = False
-            latencies.append((time.perf_counter() - started) * 1000)
-            errors += 0 if ok else 1
-            i += clients
+        try:
+            while time.monotonic() < deadline:
+                started = time.perf_counter()
+                try:
+                    ok = await asyncio.wait_for(one(conn, i), 30)
+                except (
+                    OSError,
+                    asyncio.IncompleteReadError,
+                    ValueError,
+                    IndexError,
+                    TimeoutError,
+                ) as exc:
+                    ok = False
+                    reasons.append(f"{type(exc).__name__}: {exc}"[:200])
+                    await conn.close()
+                if not ok and len(reasons) < errors + 1:
+                    reasons.append("unexpected response")
+                latencies.append((time.perf_counter() - started) * 1000)
+                errors += 0 if ok else 1
+                i += clients
+        finally:
+            await conn.close()
 
     started = time.monotonic()
-    async with httpx2.AsyncClient(limits=limits, timeout=30) as client:
-        await asyncio.gather(*(worker(w, client) for w in range(clients)))
+    await asyncio.gather(*(worker(w) for w in range(clients)))
     elapsed = time.monotonic() - started
     return {
         "requests": len(latencies),
@@ -87,17 +164,19 @@ async def _phase(
         "p95_ms": round(_percentile(latencies, 95), 1),
         "p99_ms": round(_percentile(latencies, 99), 1),
         "max_ms": round(max(latencies, default=0.0), 1),
+        "first_error": reasons[0] if reasons else None,
     }
 
 
-async def _load(base: str, slug: str, clients: int, seconds: float) -> dict[str, Any]:
-    async def search(client: httpx2.AsyncClient, i: int) -> bool:
-        r = await client.get(
-            f"{base}/search", params={"q": QUERIES[i % len(QUERIES)], "pack": slug, "n": 10}
-        )
-        return r.status_code == 200 and bool(r.json().get("results") is not None)
+async def _load(host: str, port: int, slug: str, clients: int, seconds: float) -> dict[str, Any]:
+    targets = ["/search?" + urlencode({"q": q, "pack": slug, "n": 10}) for q in QUERIES]
+    mcp_headers = "".join(f"{k}: {v}\r\n" for k, v in MCP_HEADERS.items())
 
-    async def mcp(client: httpx2.AsyncClient, i: int) -> bool:
+    async def search(conn: _Connection, i: int) -> bool:
+        status, data = await conn.request("GET", targets[i % len(targets)])
+        return status == 200 and json.loads(data).get("results") is not None
+
+    async def mcp(conn: _Connection, i: int) -> bool:
         body = {
             "jsonrpc": "2.0",
             "id": i,
@@ -107,20 +186,29 @@ async def _load(base: str, slug: str, clients: int, seconds: float) -> dict[str,
                 "arguments": {"query": QUERIES[i % len(QUERIES)], "max_results": 10},
             },
         }
-        r = await client.post(f"{base}/packs/{slug}/mcp", json=body, headers=MCP_HEADERS)
-        if r.status_code != 200:
+        status, data = await conn.request(
+            "POST", f"/packs/{slug}/mcp", json.dumps(body).encode(), mcp_headers
+        )
+        if status != 200:
             return False
-        result = r.json().get("result")
+        result = json.loads(data).get("result")
         return isinstance(result, dict) and not result.get("isError")
 
+    await _phase(host, port, clients, min(WARMUP_SECONDS, seconds), search)  # not reported
+    await _phase(host, port, clients, min(WARMUP_SECONDS, seconds), mcp)
     return {
-        "search": await _phase(clients, seconds, search),
-        "mcp_ep_search": await _phase(clients, seconds, mcp),
+        "search": await _phase(host, port, clients, seconds, search),
+        "mcp_ep_search": await _phase(host, port, clients, seconds, mcp),
     }
 
 
 def run_bench(
-    packs: Sequence[Path], *, clients: int = 32, seconds: float = 30.0, provider: str = "hashing"
+    packs: Sequence[Path],
+    *,
+    clients: int = 32,
+    seconds: float = 30.0,
+    provider: str = "hashing",
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Start `ep-mcp serve --transport http` on a free loopback port and load it."""
     port = _free_port()
@@ -138,12 +226,14 @@ def run_bench(
         "--provider",
         provider,
         "--no-watch",
+        "--workers",
+        str(workers),
     ]
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
         try:
             slug = _wait_ready(proc, base, log)
-            report = asyncio.run(_load(base, slug, clients, seconds))
+            report = asyncio.run(_load("127.0.0.1", port, slug, clients, seconds))
         finally:
             proc.terminate()
             try:
@@ -155,6 +245,7 @@ def run_bench(
         "clients": clients,
         "seconds_per_phase": seconds,
         "provider": provider,
+        "workers": workers,
         "pack": slug,
         "cpus": os.cpu_count(),
         **report,
@@ -181,7 +272,8 @@ def _wait_ready(proc: subprocess.Popen[bytes], base: str, log: Any) -> str:
 def render(report: dict[str, Any]) -> str:
     lines = [
         f"{report['clients']} clients x {report['seconds_per_phase']:.0f} s per phase, "
-        f"pack {report['pack']}, provider {report['provider']}, {report['cpus']} CPUs",
+        f"pack {report['pack']}, provider {report['provider']}, "
+        f"{report.get('workers', 1)} server worker(s), {report['cpus']} CPUs",
         f"{'route':<16}{'requests':>10}{'errors':>8}{'req/s':>9}{'p50':>8}{'p95':>8}"
         f"{'p99':>8}{'max':>8}  (ms)",
     ]
@@ -191,4 +283,7 @@ def render(report: dict[str, Any]) -> str:
             f"{name:<16}{r['requests']:>10}{r['errors']:>8}{r['rps']:>9}"
             f"{r['p50_ms']:>8}{r['p95_ms']:>8}{r['p99_ms']:>8}{r['max_ms']:>8}"
         )
+    for name in ("search", "mcp_ep_search"):
+        if report[name].get("first_error"):
+            lines.append(f"first error on {name}: {report[name]['first_error']}")
     return "\n".join(lines)

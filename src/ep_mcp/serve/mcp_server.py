@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import mcp_types as types
@@ -29,6 +29,7 @@ from ep_mcp.serve.skills_ext import install_skills
 from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PACKS_SCOPE_KEY = "ep_mcp.packs"  # ASGI scope key: frozenset of slugs this request may see
 SERVER_NAME = "ep-mcp"
@@ -42,6 +43,17 @@ class ServeContext:
     hub: Any | None = None
     query_log: QueryLog | None = None
     keyed: frozenset[str] = field(default_factory=frozenset)  # slugs that require a key
+    # Run tool calls on the event loop instead of a worker thread. Only for cheap, pure-Python
+    # searches (no embedder or the hashing one): a thread hop there costs more than the search,
+    # because the loop then waits for the GIL on every socket call (`ep-mcp bench serve`).
+    inline: bool = False
+
+
+async def run_sync(serve: ServeContext, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` inline when ``serve.inline``, else on a worker thread."""
+    if serve.inline:
+        return fn(*args)
+    return await anyio.to_thread.run_sync(fn, *args)
 
 
 def version() -> str:
@@ -158,7 +170,7 @@ def build_server(serve: ServeContext, slugs: Sequence[str] | None = None) -> Ser
 
     async def call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
-        return await anyio.to_thread.run_sync(run_tool, view, ctx, params.name, arguments)
+        return await run_sync(serve, run_tool, view, ctx, params.name, arguments)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         items = [r for rt in view.runtimes(ctx) for r in resources.static_resources(rt.pack)]

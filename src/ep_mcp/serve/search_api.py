@@ -14,14 +14,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ep_mcp.errors import EpMcpError, NotFoundError, QueryError
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
-from ep_mcp.serve.mcp_server import ServeContext
+from ep_mcp.serve.mcp_server import ServeContext, run_sync
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 logger = logging.getLogger(__name__)
@@ -171,7 +170,7 @@ async def search_endpoint(
             return error(
                 decision.status, decision.message, hdrs if decision.status == 401 else None
             )
-        result = await anyio.to_thread.run_sync(_run, serve, decision.allowed, args, vector)
+        result = await run_sync(serve, _run, serve, decision.allowed, args, vector)
     except BadRequest as exc:
         return error(exc.status, str(exc))
     except NotFoundError as exc:

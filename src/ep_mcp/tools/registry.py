@@ -63,11 +63,25 @@ def get_tool(name: str) -> ToolSpec:
         ) from None
 
 
-def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
-    """Check arguments against the tool's input schema; one readable line on failure."""
+_VALIDATORS: dict[int, tuple[ToolSpec, Any]] = {}
+
+
+def _validator(spec: ToolSpec) -> Any:
+    """The spec's Draft 2020-12 validator, built once per spec (building one costs more
+    than validating a call)."""
+    cached = _VALIDATORS.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return cached[1]
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(spec.input_schema)
+    _VALIDATORS[id(spec)] = (spec, validator)
+    return validator
+
+
+def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
+    """Check arguments against the tool's input schema; one readable line on failure."""
+    validator = _validator(spec)
     errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
     if errors:
         err = errors[0]
