@@ -233,3 +233,35 @@ def test_auto_answers_with_the_numpy_scan_and_keeps_the_vec0_mirror(
             mirror.close()
     finally:
         store.close()
+
+
+def test_a_query_vector_of_the_wrong_size_says_so_on_both_engines(
+    pack: Path, tmp_path: Path
+) -> None:
+    import numpy as np
+
+    from ep_mcp.errors import IndexBuildError
+
+    engines = ["numpy"] + (["sqlite-vec"] if store_module.sqlite_vec_status()[0] else [])
+    for engine in engines:
+        store = build(pack, tmp_path / f"{engine}.db", engine)
+        try:
+            with pytest.raises(IndexBuildError, match="re-index with the same embedding model"):
+                store.vector_top(np.ones(7, dtype=np.float32), 5)
+        finally:
+            store.close()
+
+
+def test_an_index_from_a_newer_ep_mcp_is_refused_and_its_connection_closed(tmp_path: Path) -> None:
+    import apsw
+
+    from ep_mcp.errors import IndexBuildError
+
+    db = tmp_path / "future.db"
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA user_version=999")
+    conn.close()
+    before = len(apsw.connections())
+    with pytest.raises(IndexBuildError, match="newer ep-mcp"):
+        Store(db)
+    assert len(apsw.connections()) == before

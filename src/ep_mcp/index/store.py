@@ -163,10 +163,14 @@ class Store:
         self._local = threading.local()
         self._readers: list[Any] = []
         self._matrix: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
-        if not read_only:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._migrate()
-        self._conn.execute("PRAGMA foreign_keys=ON")
+        try:
+            if not read_only:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._migrate()
+            self._conn.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            self._conn.close()
+            raise
         self.vector_engine = self._choose_engine(vector_engine)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -476,11 +480,21 @@ class Store:
         import numpy as np
 
         if self.vector_engine == "sqlite-vec" and self._has_vec0():
-            rows = self._reader().execute(
-                "SELECT chunk_id, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ? "
-                "ORDER BY distance",
-                (_blob(query), int(n)),
-            )
+            try:
+                rows = (
+                    self._reader()
+                    .execute(
+                        "SELECT chunk_id, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ? "
+                        "ORDER BY distance",
+                        (_blob(query), int(n)),
+                    )
+                    .fetchall()
+                )
+            except apsw.SQLError as exc:  # vec0 refuses a vector of another dimension
+                raise IndexBuildError(
+                    f"query vector has {query.shape[0]} dimensions, which the index does not "
+                    f"accept ({exc}) — re-index with the same embedding model"
+                ) from exc
             return [(int(cid), 1.0 - float(dist)) for cid, dist in rows]
         ids, mat = self._load_matrix()
         if len(ids) == 0:
