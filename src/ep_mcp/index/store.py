@@ -484,8 +484,8 @@ class Store:
                 rows = (
                     self._reader()
                     .execute(
-                        "SELECT chunk_id, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ? "
-                        "ORDER BY distance",
+                        "SELECT chunk_id, distance FROM chunks_vec "
+                        "WHERE embedding MATCH ? AND k = ? ORDER BY distance",
                         (_blob(query), int(n)),
                     )
                     .fetchall()
