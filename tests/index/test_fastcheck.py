@@ -125,3 +125,19 @@ def test_a_no_change_process_skips_parsing_and_the_model(pack: Path, probe: str)
     modules = proc.stderr.split("MODULES", 1)[1]
     for heavy in ("'onnxruntime'", "'tokenizers'", "'ep_mcp.runtime'"):
         assert heavy not in modules
+
+
+@pytest.mark.parametrize("record", ["not json", "[1, 2]", '{"digest": 5}', "{}"])
+def test_a_damaged_fast_path_record_falls_back_to_the_normal_check(pack: Path, record: str) -> None:
+    from ep_mcp.index.fastcheck import META_KEY
+    from ep_mcp.index.store import Store
+
+    first = index(pack)
+    store = Store(Path(str(first["index"])))
+    try:
+        with store.transaction():
+            store.set_meta(META_KEY, record)
+    finally:
+        store.close()
+    second = index(pack)
+    assert (second["changed"], second["chunks"]) == (0, 2)

@@ -112,12 +112,16 @@ def quick_state(
         store.close()
     if raw is None:
         return None
-    state = json.loads(raw)
-    if state.get("digest") != snap.digest:
+    try:
+        state = json.loads(raw)
+        if state.get("digest") != snap.digest:
+            return None
+        if snap.newest_mtime_ns >= int(state.get("taken_ns", 0)) - RACY_NS:
+            return None  # a file changed too close to the snapshot to trust its stats
+        return QuickState(path, str(state["slug"]), dict(state["report"]), tuple(state["warnings"]))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # a damaged record
+        logger.debug("fast path skipped, unreadable record: %s", exc)
         return None
-    if snap.newest_mtime_ns >= int(state.get("taken_ns", 0)) - RACY_NS:
-        return None  # a file changed too close to the snapshot to trust its stats
-    return QuickState(path, str(state["slug"]), dict(state["report"]), tuple(state["warnings"]))
 
 
 def remember(
