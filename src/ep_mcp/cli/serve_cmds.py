@@ -17,6 +17,7 @@ from ep_mcp.cli.app import (
     config_option,
     fail_cleanly,
     index_dir_option,
+    json_option,
     main,
     provider_option,
     resolve_settings,
@@ -317,7 +318,7 @@ def serve_cmd(
     help="Server worker processes (`ep-mcp serve --workers`).",
 )
 @provider_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+@json_option
 @fail_cleanly
 def bench_serve_cmd(
     packs: tuple[str, ...],
