@@ -595,6 +595,23 @@ class Store:
         )
         return [self._row(r) for r in self._reader().execute(sql, (path,)).fetchall()]
 
+    def file_tokens(self, paths: Sequence[str]) -> dict[str, int]:
+        """Token count of each indexed file (the sum over its chunks)."""
+        out: dict[str, int] = {}
+        for start in range(0, len(paths), 500):
+            batch = tuple(paths[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            rows = (
+                self._reader()
+                .execute(
+                    f"SELECT path, sum(tokens) FROM chunks WHERE path IN ({marks}) GROUP BY path",
+                    batch,
+                )
+                .fetchall()
+            )
+            out.update({str(r[0]): int(r[1]) for r in rows})
+        return out
+
     def paths_of(self, chunk_ids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}
         for start in range(0, len(chunk_ids), 500):

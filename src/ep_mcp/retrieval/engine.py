@@ -420,24 +420,10 @@ def _expand_graph(
         relevance = sim if sim is not None else 0.5
         if relevance * n.factor < settings.graph_min_score:
             continue
-        bonus.append(
-            Candidate(
-                chunk_id=sc.id,
-                path=sc.file.path,
-                score=best * relevance * n.factor,
-                type=sc.file.type,
-                tags=sc.file.tags,
-                chars=len(sc.chunk.text),
-                tokens=sc.chunk.tokens,
-                origin="graph",
-                via=n.via,
-                hop=n.hop,
-                notes=(
-                    f"graph: {n.hop} hop(s) from {n.via}, similarity {relevance:.3f} "
-                    f"x decay {n.factor:.3f}",
-                ),
-            )
+        note = (
+            f"graph: {n.hop} hop(s) from {n.via}, similarity {relevance:.3f} x decay {n.factor:.3f}"
         )
+        bonus.append(_expanded(sc, best * relevance * n.factor, "graph", n.via, n.hop, note))
     core = [c for c in picked if c.origin == "search"]
     return merge_reserved(
         core[: request.k], bonus, k=request.k, slots=settings.graph_reserved_slots
@@ -454,8 +440,7 @@ def _expand_requires(
     for _ in range(settings.requires_max_depth):  # every hop the walk may take is costed
         frontier = {t for p in frontier for t in view.requires.get(p, ())} - reachable
         reachable |= frontier
-    firsts: dict[str, list[StoredChunk]] = {p: store.chunks_for_path(p) for p in reachable}
-    tokens = {p: sum(sc.chunk.tokens for sc in chunks) for p, chunks in firsts.items()}
+    tokens = store.file_tokens(sorted(reachable))
     found = expand_requires(
         [c.path for c in top],
         view.requires,
@@ -468,26 +453,31 @@ def _expand_requires(
     floor = min(c.score for c in top)
     out = []
     for i, req in enumerate(found):
-        chunks = firsts.get(req.path) or store.chunks_for_path(req.path)
-        if not chunks:
+        sc = _first_chunk(store, req.path)
+        if sc is None:
             continue
-        sc = chunks[0]
-        out.append(
-            Candidate(
-                chunk_id=sc.id,
-                path=sc.file.path,
-                score=floor * 0.5 / (i + 1),
-                type=sc.file.type,
-                tags=sc.file.tags,
-                chars=len(sc.chunk.text),
-                tokens=sc.chunk.tokens,
-                origin="requires",
-                via=req.via,
-                hop=req.hop,
-                notes=(f"requires: named by {req.via} ({req.hop} hop(s))",),
-            )
-        )
+        note = f"requires: named by {req.via} ({req.hop} hop(s))"
+        out.append(_expanded(sc, floor * 0.5 / (i + 1), "requires", req.via, req.hop, note))
     return out
+
+
+def _expanded(
+    sc: StoredChunk, score: float, origin: str, via: str, hop: int, note: str
+) -> Candidate:
+    """A candidate that expansion (graph or requires:) added after the search."""
+    return Candidate(
+        chunk_id=sc.id,
+        path=sc.file.path,
+        score=score,
+        type=sc.file.type,
+        tags=sc.file.tags,
+        chars=len(sc.chunk.text),
+        tokens=sc.chunk.tokens,
+        origin=origin,
+        via=via,
+        hop=hop,
+        notes=(note,),
+    )
 
 
 def _hit(
