@@ -105,6 +105,9 @@ class ServerSettings:
     query_log_path: Path | None = None
     max_body_bytes: int = 1_000_000
     rate_limit_per_minute: int = 0  # per client address on every route but /health; 0 = off
+    # proxies whose X-Forwarded-For / -Proto are believed (e.g. [127.0.0.1] behind nginx on the
+    # same host); empty = forwarded headers are ignored and the peer address is the client
+    forwarded_allow_ips: tuple[str, ...] = ()
     watch: bool = True
 
 
@@ -121,6 +124,7 @@ class TapSettings:
 class SkillsSettings:
     """The skills hub (SPEC §7)."""
 
+    api_keys: tuple[str, ...] = ()  # open the hub over HTTP (also EP_MCP_HUB_KEY); see docs
     llm_rerank: bool = False  # LLM rerank of the shortlist's top by default (`--smart` per query)
     llm_timeout_s: float = 20.0
     llm_top: int = 20  # shortlist head shown to the LLM

@@ -135,13 +135,17 @@ def test_bad_input_gets_the_error_envelope_never_a_500(
     with_client(serve, ring, fn)
 
 
-def test_health_and_packs_list_every_pack_with_its_auth(serve_ctx: Any) -> None:
+def test_packs_lists_only_the_packs_the_callers_key_opens(serve_ctx: Any) -> None:
     serve, ring = serve_ctx
 
     async def fn(c: httpx2.AsyncClient) -> None:
         assert (await c.get("/health")).json() == {"status": "ok", "packs": 2}
-        packs = {p["slug"]: p for p in (await c.get("/packs")).json()["packs"]}
-        assert packs["alpha"]["auth"] == "api_key" and packs["beta"]["mcp"] == "/packs/beta/mcp"
+        assert (await c.get("/packs")).json() == {"packs": []}
+        r = await c.get("/packs", headers=bearer("sk-alpha"))
+        packs = {p["slug"]: p for p in r.json()["packs"]}
+        assert set(packs) == {"alpha"} and packs["alpha"]["auth"] == "api_key"
+        r = await c.get("/packs", headers=bearer("sk-beta"))
+        assert [p["mcp"] for p in r.json()["packs"]] == ["/packs/beta/mcp"]
 
     with_client(serve, ring, fn)
 
@@ -410,3 +414,66 @@ def test_past_the_limit_every_route_but_health_answers_429_with_retry_after(
 
     with_client(serve, ring, fn, rate_limit_per_minute=3)
     assert seen == [200, 200, 200, 429]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("Host", "[::1]evil.com")],
+        [("Host", "[::1]:8000evil")],
+        [("Host", "127.0.0.1:99999")],
+        [("Host", "127.0.0.1:8000"), ("Host", "evil.example.com")],
+        [("Host", "local host")],
+        [("Origin", "http://127.0.0.1:8000"), ("Origin", "http://evil.example.com")],
+        [("Origin", "http://user@127.0.0.1:8000")],
+        [("Origin", "http://127.0.0.1:8000/path")],
+        [("Origin", "javascript://127.0.0.1")],
+    ],
+)
+def test_host_and_origin_parsing_is_strict(open_ctx: Any, headers: list[tuple[str, str]]) -> None:
+    from ep_mcp.serve.auth import KeyRing
+
+    async def fn(c: httpx2.AsyncClient) -> None:
+        r = await c.get("/health", headers=httpx2.Headers(headers))
+        assert r.status_code in (403, 421), r.text
+
+    with_client(open_ctx, KeyRing(), fn)
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://localhost", "http://127.0.0.1", "https://[::1]", "http://localhost:5173"]
+)
+def test_loopback_origins_with_or_without_a_port_are_accepted(open_ctx: Any, origin: str) -> None:
+    from ep_mcp.serve.auth import KeyRing
+
+    async def fn(c: httpx2.AsyncClient) -> None:
+        assert (await c.get("/health", headers={"Origin": origin})).status_code == 200
+
+    with_client(open_ctx, KeyRing(), fn)
+
+
+def test_forwarded_for_is_ignored_unless_the_peer_is_a_configured_proxy(open_ctx: Any) -> None:
+    from ep_mcp.serve.auth import KeyRing
+
+    async def spoof(c: httpx2.AsyncClient) -> list[int]:
+        out = []
+        for i in range(3):
+            r = await c.get("/packs", headers={"X-Forwarded-For": f"10.0.0.{i}"})
+            out.append(r.status_code)
+        return out
+
+    seen: list[list[int]] = []
+
+    async def untrusted(c: httpx2.AsyncClient) -> None:
+        seen.append(await spoof(c))
+
+    with_client(open_ctx, KeyRing(), untrusted, rate_limit_per_minute=1)
+    # the ASGI test client's peer is 127.0.0.1: trusted only when configured
+    with_client(
+        open_ctx,
+        KeyRing(),
+        untrusted,
+        rate_limit_per_minute=1,
+        forwarded_allow_ips=["127.0.0.1"],
+    )
+    assert seen == [[200, 429, 429], [200, 200, 200]]

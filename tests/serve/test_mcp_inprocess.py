@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from ep_mcp.serve.auth import Access
 from ep_mcp.serve.mcp_server import build_server
 from ep_mcp.serve.skills_ext import (
     EXTENSION_ID,
@@ -83,7 +84,7 @@ def test_unknown_or_missing_pack_is_an_error_naming_the_available_ones(open_ctx:
 
 
 def test_one_pack_view_needs_no_pack_argument(open_ctx: Any) -> None:
-    server = build_server(open_ctx, ["beta"])
+    server = build_server(open_ctx, Access(frozenset({"beta"})))
 
     async def go() -> None:
         async with Client(server) as c:
@@ -96,7 +97,7 @@ def test_one_pack_view_needs_no_pack_argument(open_ctx: Any) -> None:
 
 
 def test_read_section_with_neighbors_and_reconstruct(open_ctx: Any) -> None:
-    server = build_server(open_ctx, ["alpha"])
+    server = build_server(open_ctx, Access(frozenset({"alpha"})))
 
     async def go() -> None:
         async with Client(server) as c:
@@ -229,7 +230,7 @@ def test_generated_skill_frontmatter_round_trips_through_yaml(open_ctx: Any) -> 
 
 
 def test_no_skill_pack_means_no_extension(open_ctx: Any) -> None:
-    server = build_server(open_ctx, ["beta"])
+    server = build_server(open_ctx, Access(frozenset({"beta"})))
 
     async def go() -> None:
         async with Client(server) as c:

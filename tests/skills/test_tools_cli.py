@@ -98,17 +98,17 @@ def test_the_mcp_server_lists_the_hub_tools_and_renders_failures_as_is_error(
 ) -> None:
     from ep_mcp.config import Settings
     from ep_mcp.runtime import Library
-    from ep_mcp.serve.mcp_server import PackScope, ServeContext, run_tool, tool_specs
+    from ep_mcp.serve.mcp_server import PackScope, ServeContext, full_access, run_tool, tool_specs
 
     from .helpers import env_with_path
 
     hub = make_hub(env=env_with_path(tmp_path / "no-gh"))
     hub.tap(str(make_repo()), allow_file=True)  # type: ignore[attr-defined]
     serve = ServeContext(library=Library(Settings(), {}, None), hub=hub)
-    assert {t.name for t in tool_specs(serve)} >= SKILL_TOOLS
-    view = PackScope(serve)
-    ok = run_tool(view, None, "skill_search", {"query": "tls certificates", "limit": 2})
+    view = PackScope(serve, full_access(serve))
+    assert {t.name for t in tool_specs(view)} >= SKILL_TOOLS
+    ok = run_tool(view, "skill_search", {"query": "tls certificates", "limit": 2})
     assert not ok.is_error and ok.structured_content is not None
     assert ok.structured_content["results"][0]["name"] == "kubernetes-ingress"
-    failed = run_tool(view, None, "skill_discover_github", {"query": "pdf"})
+    failed = run_tool(view, "skill_discover_github", {"query": "pdf"})
     assert failed.is_error and "gh" in failed.content[0].text  # type: ignore[union-attr]

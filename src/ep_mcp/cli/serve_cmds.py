@@ -112,7 +112,7 @@ def build_serve_context(
             logger.warning("%s: %s", rt.slug, warning)
     warm_up(library)
     keys = {rt.slug: rt.config.api_keys for rt in library}
-    ring = KeyRing.build(keys, env)
+    ring = KeyRing.build(keys, env, settings.skills.api_keys)
     log_path = settings.server.query_log_path
     serve = ServeContext(
         library=library,
@@ -173,6 +173,7 @@ def run_http(serve: Any, ring: Any, server_settings: ServerSettings, watch: bool
         log_level=level,
         access_log=level == "debug",
         server_header=False,
+        proxy_headers=False,  # forwarded headers: only from server.forwarded_allow_ips (app)
     )
 
 
@@ -195,6 +196,7 @@ def run_http_workers(serve: Any, server_settings: ServerSettings, workers: int, 
         log_level=level,
         access_log=level == "debug",
         server_header=False,
+        proxy_headers=False,  # forwarded headers: only from server.forwarded_allow_ips (app)
     )
 
 

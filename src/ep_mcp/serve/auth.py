@@ -1,22 +1,35 @@
-"""Per-pack API keys and Host/Origin allow-lists: pure checks the HTTP layer calls.
+"""Who may see what: per-pack API keys, the skills hub's keys, and Host/Origin allow-lists.
 
-Keys are kept only as SHA-256 digests and compared with `hmac.compare_digest` on bytes, so
-a presented token of any bytes (non-ASCII, huge, empty) can neither raise nor leak timing
-about a stored key. A key opens only the packs it was configured for.
+Pure checks the HTTP layer calls. Keys are kept only as SHA-256 digests and compared with
+`hmac.compare_digest` on bytes, so a presented token of any bytes (non-ASCII, huge, empty) can
+neither raise nor leak timing about a stored key.
+
+What a key opens (docs/server.md#security):
+- a pack's key opens that pack only; packs without keys are open to every caller;
+- the skills hub opens with a hub key (`skills.api_keys`, `EP_MCP_HUB_KEY`); with no hub key
+  configured it is open only on a server where no pack is keyed — a server that protects any
+  pack keeps the hub closed over HTTP until it gets a key of its own.
+
+Every decision returns an `Access`: the packs and whether the hub are visible. Fail closed:
+an empty `Access` sees nothing, and a request that was never decided gets no server at all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from urllib.parse import urlsplit
 
 logger = logging.getLogger(__name__)
 
 MAX_TOKEN_BYTES = 4096
+HUB_KEY_ENV = "EP_MCP_HUB_KEY"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 LOOPBACK_BINDS = ("127.0.0.1", "localhost", "::1")
 WILDCARD_BINDS = ("0.0.0.0", "::", "")
@@ -31,44 +44,96 @@ def _digest(key: bytes) -> bytes:
     return hashlib.sha256(key).digest()
 
 
+def _split_keys(value: str) -> list[str]:
+    return [k.strip() for k in value.split(",") if k.strip()]
+
+
 class Credential(Enum):
     NONE = "none"  # no Authorization header
     INVALID = "invalid"  # malformed, duplicated, wrong scheme or too long
 
 
 @dataclass(frozen=True)
+class Access:
+    """What one request may see: these packs, and the skills hub or not."""
+
+    packs: frozenset[str] = frozenset()
+    hub: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.packs) or self.hub
+
+
+NOTHING = Access()
+
+
+@dataclass(frozen=True)
 class KeyRing:
-    """Digests of every pack's keys. Packs without keys are open."""
+    """Digests of every pack's keys and of the hub's. Packs without keys are open."""
 
     digests: Mapping[str, tuple[bytes, ...]] = field(default_factory=dict)
+    hub_digests: tuple[bytes, ...] = ()
 
     @classmethod
     def build(
-        cls, keys: Mapping[str, Iterable[str]], env: Mapping[str, str] | None = None
+        cls,
+        keys: Mapping[str, Iterable[str]],
+        env: Mapping[str, str] | None = None,
+        hub_keys: Iterable[str] = (),
     ) -> KeyRing:
-        """From configured keys per slug plus `EP_MCP_KEY_{SLUG}` (comma-separated) in env."""
+        """From configured keys per slug plus `EP_MCP_KEY_{SLUG}` (comma-separated) in env;
+        the hub's from ``hub_keys`` plus `EP_MCP_HUB_KEY`."""
+        env = env or {}
         out: dict[str, tuple[bytes, ...]] = {}
         for slug, configured in keys.items():
-            all_keys = [k for k in configured if k]
-            extra = (env or {}).get(env_key_name(slug), "")
-            all_keys += [k.strip() for k in extra.split(",") if k.strip()]
+            all_keys = [k for k in configured if k] + _split_keys(env.get(env_key_name(slug), ""))
             if all_keys:
                 out[slug] = tuple(_digest(k.encode("utf-8")) for k in all_keys)
-        return cls(out)
+        hub = [k for k in hub_keys if k] + _split_keys(env.get(HUB_KEY_ENV, ""))
+        return cls(out, tuple(_digest(k.encode("utf-8")) for k in hub))
 
     @property
     def keyed(self) -> frozenset[str]:
         return frozenset(self.digests)
 
-    def opens(self, token: bytes) -> frozenset[str]:
-        """Slugs whose keys include ``token``; every digest is compared (no early exit)."""
-        presented = _digest(token)
+    def _opens(self, presented: bytes) -> tuple[frozenset[str], bool]:
+        """(slugs, hub) whose keys include the digest ``presented``; every digest is compared."""
         found = set()
         for slug, digests in self.digests.items():
             for d in digests:
                 if hmac.compare_digest(presented, d):
                     found.add(slug)
-        return frozenset(found)
+        hub = False
+        for d in self.hub_digests:
+            if hmac.compare_digest(presented, d):
+                hub = True
+        return frozenset(found), hub
+
+    def opens(self, token: bytes) -> frozenset[str]:
+        return self._opens(_digest(token))[0]
+
+    def _hub_without_key(self) -> bool:
+        return not self.hub_digests and not self.digests
+
+    def access(self, credential: bytes | Credential, served: Sequence[str], hub: bool) -> Access:
+        """Everything ``credential`` opens among ``served`` packs (and the hub when served)."""
+        packs, hub_key = (
+            self._opens(_digest(credential))
+            if isinstance(credential, bytes)
+            else (frozenset(), False)
+        )
+        visible = frozenset(s for s in served if s not in self.digests or s in packs)
+        return Access(visible, hub and (hub_key or self._hub_without_key()))
+
+    def possible_access(self, served: Sequence[str], hub: bool) -> set[Access]:
+        """Every distinct `Access` a caller of the all-packs route can hold: without a key,
+        and with each configured key. Servers are built for exactly these, ahead of time."""
+        out = {self.access(Credential.NONE, served, hub)}
+        for digest in {d for ds in self.digests.values() for d in ds} | set(self.hub_digests):
+            packs, hub_key = self._opens(digest)
+            visible = frozenset(s for s in served if s not in self.digests or s in packs)
+            out.add(Access(visible, hub and (hub_key or self._hub_without_key())))
+        return {a for a in out if a}
 
 
 def bearer_token(raw_headers: Sequence[tuple[bytes, bytes]]) -> bytes | Credential:
@@ -89,49 +154,157 @@ def bearer_token(raw_headers: Sequence[tuple[bytes, bytes]]) -> bytes | Credenti
 
 @dataclass(frozen=True)
 class Decision:
-    """What one request may see: the packs it opens, or an HTTP error."""
+    """What one request may see, or the HTTP error that refuses it."""
 
-    allowed: frozenset[str]
+    access: Access = NOTHING
     status: int = 200
     message: str = ""
 
+    @property
+    def allowed(self) -> frozenset[str]:
+        return self.access.packs
+
+
+_NEED_KEY = "send `Authorization: Bearer <key>`"
+
 
 def decide(
-    ring: KeyRing, served: Sequence[str], wanted: str | None, credential: bytes | Credential
+    ring: KeyRing,
+    served: Sequence[str],
+    wanted: str | None,
+    credential: bytes | Credential,
+    *,
+    hub: bool = False,
 ) -> Decision:
-    """Authorize a request for pack ``wanted`` (or for all packs when None)."""
-    opened = ring.opens(credential) if isinstance(credential, bytes) else frozenset()
+    """Authorize a request for pack ``wanted`` (one pack's route), or for every pack (None).
+
+    ``wanted`` must be one of ``served`` (the caller answers 404 first). A key that opens
+    nothing here is refused outright, even where open packs exist.
+    """
+    access = ring.access(credential, served, hub)
+    opened_any = isinstance(credential, bytes) and (
+        bool(ring.opens(credential)) or (access.hub and bool(ring.hub_digests))
+    )
     invalid = Decision(
-        frozenset(),
-        401,
-        "invalid API key — send `Authorization: Bearer <key>` with a key configured for this pack",
+        NOTHING, 401, f"invalid API key — {_NEED_KEY} with a key configured for this pack"
     )
     if wanted is not None:
-        if wanted not in ring.keyed or wanted in opened:
-            return Decision(frozenset({wanted}))
-        if opened:
-            return Decision(frozenset(), 403, f"this key does not open pack '{wanted[:100]}'")
+        if wanted not in served:
+            return Decision(NOTHING, 404, f"pack '{wanted[:100]}' not found")
+        if wanted in access.packs:
+            return Decision(Access(frozenset({wanted}), access.hub))
+        if opened_any:
+            return Decision(NOTHING, 403, f"this key does not open pack '{wanted[:100]}'")
         if credential is Credential.NONE:
-            return Decision(
-                frozenset(),
-                401,
-                f"pack '{wanted[:100]}' needs an API key — send `Authorization: Bearer <key>`",
-            )
+            return Decision(NOTHING, 401, f"pack '{wanted[:100]}' needs an API key — {_NEED_KEY}")
         return invalid
-    if ring.keyed and credential is not Credential.NONE and not opened:
+    if credential is not Credential.NONE and not opened_any and (ring.digests or ring.hub_digests):
         return invalid
-    open_packs = frozenset(s for s in served if s not in ring.keyed)
-    allowed = open_packs | (opened & frozenset(served))
-    if not allowed:
-        return Decision(
-            frozenset(),
-            401,
-            "every pack here needs an API key — send `Authorization: Bearer <key>`",
-        )
-    return Decision(allowed)
+    if not access:
+        return Decision(NOTHING, 401, f"every pack here needs an API key — {_NEED_KEY}")
+    return Decision(access)
 
 
 # -- Host / Origin ----------------------------------------------------------------------------
+
+_HOST_NAME = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$"
+)
+
+
+@dataclass(frozen=True)
+class HostPort:
+    host: str  # lower case; IPv6 in brackets
+    port: int | None
+
+
+def parse_host(value: str) -> HostPort | None:
+    """A Host header value `host[:port]` (host: a DNS name, IPv4 or `[IPv6]`), else None."""
+    value = value.strip().lower()
+    if not value or any(c.isspace() or ord(c) < 0x21 or ord(c) > 0x7E for c in value):
+        return None
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        try:
+            ipaddress.IPv6Address(value[1:end])
+        except ValueError:
+            return None
+        host, rest = value[: end + 1], value[end + 1 :]
+    else:
+        host, sep, port_text = value.partition(":")
+        rest = sep + port_text
+        if not _HOST_NAME.match(host):
+            return None
+    if not rest:
+        return HostPort(host, None)
+    if not rest.startswith(":") or not rest[1:].isdigit() or len(rest) > 6:
+        return None
+    port = int(rest[1:])
+    return HostPort(host, port) if 0 < port < 65536 else None
+
+
+def parse_origin(value: str) -> tuple[str, HostPort] | None:
+    """(scheme, host and port) of an Origin header `scheme://host[:port]`, else None."""
+    value = value.strip().lower()
+    if any(c.isspace() for c in value):
+        return None
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or parts.path or parts.query or parts.fragment:
+        return None
+    if "@" in parts.netloc:
+        return None
+    hp = parse_host(parts.netloc)
+    return (parts.scheme, hp) if hp is not None else None
+
+
+@dataclass(frozen=True)
+class HostRule:
+    """An allow-list entry: `host`, `host:port` or `host:*` (any port, or none)."""
+
+    host: str
+    port: int | None
+    any_port: bool
+    scheme: str | None = None  # for origins
+
+    def matches(self, hp: HostPort, scheme: str | None = None) -> bool:
+        if self.scheme is not None and scheme != self.scheme:
+            return False
+        if hp.host != self.host:
+            return False
+        return self.any_port or hp.port == self.port
+
+
+def _rule(pattern: str, origin: bool) -> HostRule | None:
+    p = pattern.strip().lower()
+    scheme = None
+    if origin:
+        scheme, sep, p = p.partition("://")
+        if not sep or scheme not in ("http", "https"):
+            return None
+    any_port = p.endswith(":*")
+    hp = parse_host(p[:-2] if any_port else p)
+    if hp is None:
+        return None
+    return HostRule(hp.host, hp.port, any_port, scheme)
+
+
+def _rules(patterns: Iterable[str], origin: bool) -> tuple[tuple[HostRule, ...], bool]:
+    rules, wildcard = [], False
+    for p in patterns:
+        if p.strip() == "*":
+            wildcard = True
+            continue
+        rule = _rule(p, origin)
+        if rule is None:
+            logger.warning("ignoring allow-list entry %r: not a valid host[:port]", p[:100])
+        else:
+            rules.append(rule)
+    return tuple(rules), wildcard
 
 
 def default_allowed_hosts(bind: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
@@ -156,35 +329,27 @@ def default_allowed_origins(extra: Iterable[str] = ()) -> tuple[str, ...]:
     )
 
 
-def _split_port(value: str) -> tuple[str, str | None]:
-    if value.startswith("["):
-        end = value.find("]")
-        if end < 0:
-            return value, None
-        rest = value[end + 1 :]
-        return value[: end + 1], rest[1:] if rest.startswith(":") else None
-    host, sep, port = value.rpartition(":")
-    return (host, port) if sep else (value, None)
+def host_allowed(values: Sequence[str], patterns: Sequence[str]) -> bool:
+    """Exactly one Host header, a valid `host[:port]`, matching an allow-list entry."""
+    if len(values) != 1:
+        return False
+    hp = parse_host(values[0])
+    if hp is None:
+        return False
+    rules, wildcard = _rules(patterns, origin=False)
+    return wildcard or any(r.matches(hp) for r in rules)
 
 
-def _match(value: str, patterns: Iterable[str]) -> bool:
-    value = value.strip().lower()
-    for pattern in patterns:
-        p = pattern.strip().lower()
-        if p == "*" or p == value:
-            return True
-        if p.endswith(":*"):
-            base = p[:-2]
-            host, port = _split_port(value)
-            if host == base and (port is None or port.isdigit()):
-                return True
-    return False
-
-
-def host_allowed(host: str | None, patterns: Sequence[str]) -> bool:
-    return host is not None and _match(host, patterns)
-
-
-def origin_allowed(origin: str | None, patterns: Sequence[str]) -> bool:
-    """No Origin header (a non-browser client) is allowed; a present one must match."""
-    return origin is None or _match(origin, patterns)
+def origin_allowed(values: Sequence[str], patterns: Sequence[str]) -> bool:
+    """No Origin header (a non-browser client) is allowed; otherwise exactly one, valid and
+    matching an allow-list entry (`null` and `file://` never match)."""
+    if not values:
+        return True
+    if len(values) != 1:
+        return False
+    parsed = parse_origin(values[0])
+    if parsed is None:
+        return False
+    scheme, hp = parsed
+    rules, wildcard = _rules(patterns, origin=True)
+    return wildcard or any(r.matches(hp, scheme) for r in rules)

@@ -1,9 +1,10 @@
 """The HTTP service (Starlette): MCP over Streamable HTTP, `/search`, `/health`, `/packs`.
 
-`/mcp` serves every pack the caller may see, `/packs/{slug}/mcp` one pack. A pure-ASGI guard
-in front of every route checks Host (421) and Origin (403), caps the body (413) and, on the
-MCP routes, decides from the Bearer key which packs the request may see. Every error is
-`{"error": {"code", "message"}}`; nothing a client sends produces a 500.
+`/mcp` serves every pack the caller may see, `/packs/{slug}/mcp` one pack. Middleware screens
+every request (serve/middleware.py); each MCP endpoint then decides, from the route the router
+matched and the Bearer key, what the caller may see, and hands the request to the MCP server
+built for exactly that access — or refuses it. A request that was not decided reaches no
+server. Every error is `{"error": {"code", "message"}}`; nothing a client sends produces a 500.
 """
 
 from __future__ import annotations
@@ -11,244 +12,150 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from ep_mcp.config import ServerSettings
 from ep_mcp.serve import auth
-from ep_mcp.serve.mcp_server import PACKS_SCOPE_KEY, ServeContext, build_server
+from ep_mcp.serve.mcp_server import ServeContext, build_server
+from ep_mcp.serve.middleware import (
+    BodyLimitMiddleware,
+    ErrorBoundaryMiddleware,
+    RateLimitMiddleware,
+    ScreenMiddleware,
+    error_response,
+    read_body,
+    replay,
+)
 from ep_mcp.serve.ratelimit import RateLimiter
 from ep_mcp.serve.search_api import search_endpoint
 
 logger = logging.getLogger(__name__)
 
-CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    406: "not_acceptable",
-    413: "payload_too_large",
-    421: "misdirected_request",
-    422: "unprocessable",
-    429: "rate_limited",
-    500: "internal_error",
-    503: "unavailable",
-}
+RouteKey = tuple[str | None, auth.Access]  # (the pack of /packs/{slug}/mcp or None, access)
+_VALID_ID = (str, int)
 
 
-def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    body = {"error": {"code": CODES.get(status, str(status)), "message": message}}
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-@dataclass(frozen=True)
-class Guard:
-    """Host/Origin allow-lists, the body cap and the key ring, shared by every route."""
-
-    ring: auth.KeyRing
-    allowed_hosts: tuple[str, ...]
-    allowed_origins: tuple[str, ...]
-    max_body_bytes: int
-    limiter: RateLimiter | None = None
-
-
-def make_guard(serve: ServeContext, server: ServerSettings, ring: auth.KeyRing) -> Guard:
-    return Guard(
-        ring=ring,
-        allowed_hosts=auth.default_allowed_hosts(server.host, server.mcp_allowed_hosts),
-        allowed_origins=auth.default_allowed_origins(server.mcp_allowed_origins),
-        max_body_bytes=server.max_body_bytes,
-        limiter=RateLimiter(server.rate_limit_per_minute) if server.rate_limit_per_minute else None,
+def _bad_ids(body: bytes) -> bool:
+    """True when a JSON-RPC message carries an id that is neither a string nor an integer
+    (the SDK would take it for a notification and answer an empty 202)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return False  # not JSON: the SDK answers with a parse error
+    messages = data if isinstance(data, list) else [data]
+    return any(
+        isinstance(m, dict)
+        and "id" in m
+        and (isinstance(m["id"], bool) or not isinstance(m["id"], _VALID_ID))
+        for m in messages
     )
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for k, v in scope.get("headers", []):
-        if k.lower() == name:
-            return str(v.decode("latin-1"))
-    return None
+def _rpc_error(status: int, code: int, message: str) -> Response:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return JSONResponse(body, status_code=status)
 
 
-def _mcp_target(path: str) -> tuple[bool, str | None]:
-    """(is an MCP route, the pack slug for /packs/{slug}/mcp)."""
-    stripped = path.rstrip("/")
-    if stripped == "/mcp":
-        return True, None
-    parts = stripped.split("/")
-    if len(parts) == 4 and parts[1] == "packs" and parts[3] == "mcp" and parts[2]:
-        return True, parts[2]
-    return False, None
+class McpEndpoint:
+    """`/mcp` and `/packs/{slug}/mcp`: decide the caller's access from the matched route and
+    the key, then hand the request to the server built for that access."""
 
-
-class GuardMiddleware:
-    """Host, Origin, body size and MCP-route auth, in front of every route."""
-
-    def __init__(self, app: ASGIApp, guard: Guard, serve: ServeContext) -> None:
-        self.app = app
-        self.guard = guard
+    def __init__(
+        self,
+        serve: ServeContext,
+        ring: auth.KeyRing,
+        managers: Mapping[RouteKey, StreamableHTTPSessionManager],
+        max_body: int,
+    ) -> None:
         self.serve = serve
+        self.ring = ring
+        self.managers = managers
+        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        if scope["method"] != "POST":
+            response = error_response(
+                405,
+                "this MCP endpoint is stateless: send JSON-RPC with POST (no GET event stream, "
+                "no DELETE of sessions)",
+                {"Allow": "POST"},
+            )
+            await response(scope, receive, send)
             return
-        refusal = self._throttle(scope) or self._refuse(scope)
-        if refusal is not None:
-            await _drain_then(refusal, scope, receive, send)
-            return
-        if scope["method"] in ("POST", "PUT", "PATCH"):
-            body = await _read_body(receive, self.guard.max_body_bytes)
-            if body is None:
-                msg = f"request body over {self.guard.max_body_bytes} bytes — send less"
-                await error_response(413, msg)(scope, receive, send)
-                return
-            receive = _replay(body)
-        try:
-            await self.app(scope, receive, send)
-        except Exception:  # the outermost boundary: log it, answer with the envelope
-            logger.exception("unhandled error on %s %s", scope["method"], scope["path"])
-            with contextlib.suppress(Exception):
-                await error_response(500, "internal error — see the server log")(
-                    scope, receive, send
-                )
-
-    def _throttle(self, scope: Scope) -> Response | None:
-        limiter = self.guard.limiter
-        if limiter is None or scope["path"] == "/health":
-            return None
-        client = scope.get("client")
-        wait = limiter.wait_for(str(client[0]) if client else "unknown")
-        if wait <= 0:
-            return None
-        after = limiter.retry_after(wait)
-        return error_response(
-            429, f"too many requests — retry after {after} s", {"Retry-After": after}
-        )
-
-    def _refuse(self, scope: Scope) -> Response | None:
-        g = self.guard
-        if not auth.host_allowed(_header(scope, b"host"), g.allowed_hosts):
-            return error_response(
-                421, "invalid Host header — add it to server.mcp_allowed_hosts if it is yours"
-            )
-        if not auth.origin_allowed(_header(scope, b"origin"), g.allowed_origins):
-            return error_response(
-                403, "invalid Origin header — add it to server.mcp_allowed_origins if it is yours"
-            )
-        length = _header(scope, b"content-length")
-        if length is not None and (not length.strip().isdigit() or int(length) > g.max_body_bytes):
-            return error_response(413, f"request body over {g.max_body_bytes} bytes — send less")
-        if _has_key_param(scope.get("query_string", b"")):
-            return error_response(
-                400, "API keys are not accepted in the URL — send `Authorization: Bearer <key>`"
-            )
-        is_mcp, slug = _mcp_target(scope["path"])
-        if not is_mcp:
-            return None
+        slug = scope.get("path_params", {}).get("slug")
         served = self.serve.library.slugs()
-        if slug is not None and slug not in served:
-            return error_response(
-                404, f"pack '{slug[:100]}' not found — available packs: {', '.join(served)}"
-            )
-        decision = auth.decide(g.ring, served, slug, auth.bearer_token(scope["headers"]))
+        decision = auth.decide(
+            self.ring,
+            served,
+            slug,
+            auth.bearer_token(scope.get("headers", [])),
+            hub=self.serve.hub is not None,
+        )
         if decision.status != 200:
-            return error_response(
-                decision.status,
-                decision.message,
+            if decision.status == 404:
+                message = f"pack '{str(slug)[:100]}' not found — list the packs at /packs"
+            else:
+                message = decision.message
+            headers = (
                 {"WWW-Authenticate": 'Bearer error="invalid_token"'}
                 if decision.status == 401
-                else None,
+                else None
             )
-        scope[PACKS_SCOPE_KEY] = decision.allowed
-        return None
-
-
-KEY_PARAMS = frozenset({"api_key", "apikey", "key", "token", "access_token"})
-
-
-def _has_key_param(query: bytes) -> bool:
-    names = {part.split(b"=", 1)[0].lower() for part in query.split(b"&") if part}
-    return any(name.decode("latin-1") in KEY_PARAMS for name in names)
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes) -> Receive:
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
-
-    return receive
-
-
-async def _drain_then(response: Response, scope: Scope, receive: Receive, send: Send) -> None:
-    await response(scope, receive, send)
-
-
-class PackMcpApp:
-    """`/packs/{slug}/mcp`: hands the request to that pack's session manager."""
-
-    def __init__(self, managers: dict[str, StreamableHTTPSessionManager]) -> None:
-        self.managers = managers
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        slug = scope.get("path_params", {}).get("slug", "")
-        manager = self.managers.get(slug)
-        if manager is None:
-            await error_response(404, f"pack '{slug[:100]}' not found")(scope, receive, send)
+            await error_response(decision.status, message, headers)(scope, receive, send)
             return
-        await manager.handle_request(scope, receive, send)
-
-
-class AllMcpApp:
-    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
-        self.manager = manager
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.manager.handle_request(scope, receive, send)
+        manager = self.managers.get((slug, decision.access))
+        if manager is None:  # fail closed: an access nobody built a server for sees nothing
+            logger.error("no MCP server for %s on %r", decision.access, scope["path"][:200])
+            await error_response(403, "this key opens nothing on this endpoint")(
+                scope, receive, send
+            )
+            return
+        body = await read_body(receive, self.max_body)
+        if body is None:
+            await error_response(413, f"request body over {self.max_body} bytes — send less")(
+                scope, receive, send
+            )
+            return
+        if _bad_ids(body):
+            await _rpc_error(
+                400, -32600, "invalid request: a JSON-RPC id must be a string or an integer"
+            )(scope, receive, send)
+            return
+        await manager.handle_request(scope, replay(body), send)
 
 
 def _manager(
-    serve: ServeContext, slugs: Sequence[str] | None, max_body: int
+    serve: ServeContext, access: auth.Access, max_body: int
 ) -> StreamableHTTPSessionManager:
     return StreamableHTTPSessionManager(
-        app=build_server(serve, slugs),
+        app=build_server(serve, access),
         json_response=True,
         stateless=True,
-        security_settings=None,  # the guard in front checks Host and Origin on every route
+        security_settings=None,  # ScreenMiddleware checks Host and Origin on every route
         max_request_body_size=max_body,
     )
+
+
+def build_managers(
+    serve: ServeContext, ring: auth.KeyRing, max_body: int
+) -> dict[RouteKey, StreamableHTTPSessionManager]:
+    """One MCP server per route and per access a caller can hold there, built ahead."""
+    served = serve.library.slugs()
+    hub = serve.hub is not None
+    keys: set[RouteKey] = {(None, a) for a in ring.possible_access(served, hub)}
+    for slug in served:
+        keys |= {(slug, auth.Access(frozenset({slug}), h)) for h in {False, hub}}
+    return {key: _manager(serve, key[1], max_body) for key in keys}
 
 
 def create_app(
@@ -259,16 +166,20 @@ def create_app(
     background: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None,
 ) -> Starlette:
     """The whole HTTP service. ``background`` (e.g. the file watcher) runs with the app."""
-    guard = make_guard(serve, server, ring)
-    every = _manager(serve, None, server.max_body_bytes)
-    per_pack = {s: _manager(serve, [s], server.max_body_bytes) for s in serve.library.slugs()}
+    managers = build_managers(serve, ring, server.max_body_bytes)
+    mcp = McpEndpoint(serve, ring, managers, server.max_body_bytes)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "packs": len(serve.library.slugs())})
 
     async def packs(request: Request) -> Response:
+        """The packs this caller may see (keyed packs only with their key)."""
+        served = serve.library.slugs()
+        visible = ring.access(auth.bearer_token(request.scope["headers"]), served, False).packs
         out = []
         for rt in serve.library:
+            if rt.slug not in visible:
+                continue
             p = rt.pack
             out.append(
                 {
@@ -288,9 +199,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
-            await stack.enter_async_context(every.run())
-            for m in per_pack.values():
-                await stack.enter_async_context(m.run())
+            for manager in managers.values():
+                await stack.enter_async_context(manager.run())
             if background is not None:
                 await stack.enter_async_context(background())
             yield
@@ -305,20 +215,34 @@ def create_app(
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: http_error,
     }
-    app = Starlette(
+    middleware = [Middleware(ErrorBoundaryMiddleware)]
+    if server.forwarded_allow_ips:
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        middleware.append(
+            Middleware(ProxyHeadersMiddleware, trusted_hosts=list(server.forwarded_allow_ips))
+        )
+    if server.rate_limit_per_minute:
+        middleware.append(
+            Middleware(RateLimitMiddleware, limiter=RateLimiter(server.rate_limit_per_minute))
+        )
+    middleware += [
+        Middleware(
+            ScreenMiddleware,
+            allowed_hosts=auth.default_allowed_hosts(server.host, server.mcp_allowed_hosts),
+            allowed_origins=auth.default_allowed_origins(server.mcp_allowed_origins),
+        ),
+        Middleware(BodyLimitMiddleware, max_bytes=server.max_body_bytes),
+    ]
+    return Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/packs", packs, methods=["GET"]),
             Route("/search", search, methods=["GET", "POST"]),
-            Route("/mcp", AllMcpApp(every)),
-            Route("/packs/{slug}/mcp", PackMcpApp(per_pack)),
+            Route("/mcp", mcp),
+            Route("/packs/{slug}/mcp", mcp),
         ],
+        middleware=middleware,
         exception_handlers=handlers,
         lifespan=lifespan,
     )
-    app.add_middleware(GuardMiddleware, guard=guard, serve=serve)
-    return app
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, default=str)

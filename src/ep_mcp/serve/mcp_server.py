@@ -1,9 +1,11 @@
 """The MCP server: the registry's tools, pack resources, prompts and the skills extension.
 
 Built on the SDK's low-level `Server` so the registry's JSON schemas drive `tools/list` as
-they are (input is validated by `registry.call_tool`). One server serves a *view*: all packs
-(stdio, HTTP `/mcp`) or one pack (HTTP `/packs/{slug}/mcp`). On HTTP the auth layer narrows
-each request further to the packs its key opens (`PACKS_SCOPE_KEY` in the ASGI scope).
+they are (input is validated by `registry.call_tool`). One server serves exactly one `Access`:
+the packs (and the skills hub or not) that its callers may see — every pack on stdio; on HTTP
+one server per access the keys can grant, chosen per request by the auth decision. A server
+never sees a pack outside its access, so its instructions, tools, resources and prompts
+describe only what the caller may see.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server
-from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from ep_mcp.errors import EpMcpError, NotFoundError
 from ep_mcp.runtime import Library, PackRuntime
 from ep_mcp.serve import guide, resources
+from ep_mcp.serve.auth import Access
 from ep_mcp.serve.querylog import QueryLog
 from ep_mcp.serve.skills_ext import install_skills
 from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
@@ -31,7 +33,6 @@ from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-PACKS_SCOPE_KEY = "ep_mcp.packs"  # ASGI scope key: frozenset of slugs this request may see
 SERVER_NAME = "ep-mcp"
 
 
@@ -62,34 +63,30 @@ def version() -> str:
     return __version__
 
 
-@dataclass
+@dataclass(frozen=True)
 class PackScope:
-    """The packs one server instance exposes, narrowed per request by the auth layer."""
+    """The packs (and the hub) one server instance exposes: fixed when the server is built."""
 
     serve: ServeContext
-    slugs: tuple[str, ...] | None = None  # None = every served pack
+    access: Access
 
     def all_slugs(self) -> list[str]:
-        every = self.serve.library.slugs()
-        return every if self.slugs is None else [s for s in every if s in self.slugs]
+        return [s for s in self.serve.library.slugs() if s in self.access.packs]
 
-    def visible(self, ctx: ServerRequestContext[Any, Any] | None) -> list[str]:
-        slugs = self.all_slugs()
-        request = getattr(ctx, "request", None) if ctx is not None else None
-        scope = getattr(request, "scope", None)
-        allowed = scope.get(PACKS_SCOPE_KEY) if isinstance(scope, dict) else None
-        return slugs if allowed is None else [s for s in slugs if s in allowed]
+    @property
+    def hub(self) -> Any | None:
+        return self.serve.hub if self.access.hub else None
 
-    def runtimes(self, ctx: ServerRequestContext[Any, Any] | None) -> list[PackRuntime]:
+    def runtimes(self) -> list[PackRuntime]:
         lib = self.serve.library
-        return [lib.runtimes[s] for s in self.visible(ctx)]
+        return [lib.runtimes[s] for s in self.all_slugs()]
 
-    def library(self, ctx: ServerRequestContext[Any, Any] | None) -> Library:
+    def library(self) -> Library:
         lib = self.serve.library
-        return Library(lib.settings, {s: lib.runtimes[s] for s in self.visible(ctx)}, lib.embedder)
+        return Library(lib.settings, {s: lib.runtimes[s] for s in self.all_slugs()}, lib.embedder)
 
-    def runtime(self, ctx: ServerRequestContext[Any, Any] | None, slug: str) -> PackRuntime:
-        visible = self.visible(ctx)
+    def runtime(self, slug: str) -> PackRuntime:
+        visible = self.all_slugs()
         if slug not in visible:
             raise NotFoundError(
                 f"pack '{slug[:100]}' is not served here — available packs: "
@@ -98,9 +95,14 @@ class PackScope:
         return self.serve.library.runtimes[slug]
 
 
-def tool_specs(serve: ServeContext) -> list[ToolSpec]:
-    specs = tools("pack")
-    if serve.hub is not None:
+def full_access(serve: ServeContext) -> Access:
+    """Every pack and the hub: what a local (stdio) client sees."""
+    return Access(frozenset(serve.library.slugs()), serve.hub is not None)
+
+
+def tool_specs(view: PackScope) -> list[ToolSpec]:
+    specs = tools("pack") if view.access.packs else []
+    if view.hub is not None:
         specs += tools("skills")
     return specs
 
@@ -122,15 +124,15 @@ def error_result(message: str) -> types.CallToolResult:
     )
 
 
-def run_tool(
-    view: PackScope,
-    ctx: ServerRequestContext[Any, Any] | None,
-    name: str,
-    arguments: dict[str, Any],
-) -> types.CallToolResult:
+def run_tool(view: PackScope, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
     """Call a registry tool; every failure becomes an `isError` result, never an exception."""
     started = time.perf_counter()
-    tool_ctx = ToolContext(library=view.library(ctx), hub=view.serve.hub)
+    if name not in {s.name for s in tool_specs(view)}:
+        return error_result(
+            f"unknown tool {name[:100]!r} — available: "
+            f"{', '.join(s.name for s in tool_specs(view)) or 'none'}"
+        )
+    tool_ctx = ToolContext(library=view.library(), hub=view.hub)
     try:
         data = call_tool(tool_ctx, name, arguments)
     except EpMcpError as exc:
@@ -159,21 +161,21 @@ def _not_found(message: str, uri: str) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri[:500]})
 
 
-def build_server(serve: ServeContext, slugs: Sequence[str] | None = None) -> Server[Any]:
-    """One MCP server over the view ``slugs`` (None = every pack)."""
-    view = PackScope(serve, tuple(slugs) if slugs is not None else None)
+def build_server(serve: ServeContext, access: Access | None = None) -> Server[Any]:
+    """One MCP server over ``access`` (None: every pack and the hub, as on stdio)."""
+    view = PackScope(serve, access if access is not None else full_access(serve))
     packs = [serve.library.runtimes[s].pack for s in view.all_slugs()]
     multi = len(packs) > 1
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_tool(s) for s in tool_specs(serve)])
+        return types.ListToolsResult(tools=[_tool(s) for s in tool_specs(view)])
 
     async def call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
-        return await run_sync(serve, run_tool, view, ctx, params.name, arguments)
+        return await run_sync(serve, run_tool, view, params.name, arguments)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        items = [r for rt in view.runtimes(ctx) for r in resources.static_resources(rt.pack)]
+        items = [r for rt in view.runtimes() for r in resources.static_resources(rt.pack)]
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -188,7 +190,7 @@ def build_server(serve: ServeContext, slugs: Sequence[str] | None = None) -> Ser
         )
 
     async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
-        items = [t for rt in view.runtimes(ctx) for t in resources.templates(rt.pack)]
+        items = [t for rt in view.runtimes() for t in resources.templates(rt.pack)]
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(
@@ -205,7 +207,7 @@ def build_server(serve: ServeContext, slugs: Sequence[str] | None = None) -> Ser
         uri = str(params.uri)
         try:
             scheme, slug, rest = resources.split_uri(uri)
-            rt = view.runtime(ctx, slug)
+            rt = view.runtime(slug)
             mime, text = resources.read(rt.pack, scheme, rest)
         except EpMcpError as exc:
             raise _not_found(str(exc), uri) from None
@@ -215,9 +217,9 @@ def build_server(serve: ServeContext, slugs: Sequence[str] | None = None) -> Ser
             cache_scope=_cache_scope(view, [slug]),  # type: ignore[arg-type]
         )
 
-    def prompt_table(ctx: Any) -> dict[str, tuple[PackRuntime, guide.PromptDef]]:
+    def prompt_table() -> dict[str, tuple[PackRuntime, guide.PromptDef]]:
         table = {}
-        for rt in view.runtimes(ctx):
+        for rt in view.runtimes():
             for p in guide.pack_prompts(rt.pack):
                 table[f"{rt.slug}/{p.name}" if multi else p.name] = (rt, p)
         return table
@@ -229,12 +231,12 @@ def build_server(serve: ServeContext, slugs: Sequence[str] | None = None) -> Ser
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(name=name, description=p.description, arguments=[arg])
-                for name, (_, p) in sorted(prompt_table(ctx).items())
+                for name, (_, p) in sorted(prompt_table().items())
             ]
         )
 
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        table = prompt_table(ctx)
+        table = prompt_table()
         if params.name not in table:
             raise MCPError(
                 code=types.INVALID_PARAMS,
@@ -264,7 +266,7 @@ def build_server(serve: ServeContext, slugs: Sequence[str] | None = None) -> Ser
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
         get_tool_input_schema=lambda name: next(
-            (dict(s.input_schema) for s in tool_specs(serve) if s.name == name), None
+            (dict(s.input_schema) for s in tool_specs(view) if s.name == name), None
         ),
     )
     install_skills(server, view)

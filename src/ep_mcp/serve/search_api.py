@@ -67,8 +67,25 @@ def _tags(value: Any) -> list[str]:
     return [t.strip() for t in str(value).split(",") if t.strip()]
 
 
+def _check_text(value: str, name: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest(
+            400, f"`{name}` contains an unpaired surrogate (e.g. \\ud800) — send valid Unicode"
+        ) from None
+    return value
+
+
 def parse_params(data: Mapping[str, Any]) -> dict[str, Any]:
     """Search parameters from query params or a JSON body, into ep_search arguments."""
+    for name, value in data.items():
+        if isinstance(value, str):
+            _check_text(value, str(name)[:40])
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, str):
+                    _check_text(item, str(name)[:40])
     query = data.get("q", data.get("query"))
     if query is None or (isinstance(query, str) and not query.strip()):
         raise BadRequest(400, "missing `q` — pass the words to search for, e.g. /search?q=install")
@@ -156,15 +173,17 @@ async def search_endpoint(
             args = parse_params(request.query_params)
             vector = None
         served = serve.library.slugs()
+        credential = auth.bearer_token(request.scope["headers"])
+        visible = ", ".join(sorted(ring.access(credential, served, False).packs)) or "none"
         wanted = args.get("pack")
         if wanted is not None and wanted not in served:
             raise BadRequest(
-                404, f"pack '{wanted[:100]}' not found — available packs: {', '.join(served)}"
+                404, f"pack '{wanted[:100]}' not found — packs you can search: {visible}"
             )
         if wanted is None and len(served) > 1:
-            raise BadRequest(400, f"several packs are served — pass `pack`: {', '.join(served)}")
+            raise BadRequest(400, f"several packs are served — pass `pack`: {visible}")
         target = wanted or (served[0] if served else None)
-        decision = auth.decide(ring, served, target, auth.bearer_token(request.scope["headers"]))
+        decision = auth.decide(ring, served, target, credential)
         if decision.status != 200:
             hdrs = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
             return error(

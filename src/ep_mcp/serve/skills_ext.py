@@ -39,7 +39,7 @@ class GetSkillResult(types.CacheableResult):
 
 
 def _snapshots(view: PackScope, ctx: Any) -> list[SkillSnapshot]:
-    snaps = [snapshot_of(rt.pack) for rt in view.runtimes(ctx)]
+    snaps = [snapshot_of(rt.pack) for rt in view.runtimes()]
     return sorted((s for s in snaps if s is not None), key=lambda s: s.skill_uri)
 
 

@@ -79,6 +79,22 @@ def _validator(spec: ToolSpec) -> Any:
     return validator
 
 
+MAX_ERROR_CHARS = 200  # a validation message never echoes more of the caller's input
+
+
+def _describe(err: Any) -> str:
+    """One short line for a schema violation, without repeating a large offending value."""
+    kind, limit = err.validator, err.validator_value
+    if kind == "maxLength":
+        return f"is longer than {limit} characters"
+    if kind == "maxItems":
+        return f"has more than {limit} items"
+    if kind == "type":
+        return f"must be of type {limit}"
+    message = str(err.message)
+    return message if len(message) <= MAX_ERROR_CHARS else message[:MAX_ERROR_CHARS] + "…"
+
+
 def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     """Check arguments against the tool's input schema; one readable line on failure."""
     validator = _validator(spec)
@@ -86,7 +102,36 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     if errors:
         err = errors[0]
         where = ".".join(str(p) for p in err.path) or "arguments"
-        raise QueryError(f"{spec.name}: {where}: {err.message}")
+        raise QueryError(f"{spec.name}: {where}: {_describe(err)}")
+    bad = _unencodable(arguments)
+    if bad is not None:
+        raise QueryError(
+            f"{spec.name}: {bad}: contains an unpaired surrogate (e.g. \\ud800) — "
+            "send valid Unicode text"
+        )
+
+
+def _unencodable(value: Any, where: str = "arguments") -> str | None:
+    """The path of the first string that is not valid Unicode (lone surrogates), if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    if isinstance(value, Mapping):
+        items: Any = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _unencodable(key, where) or _unencodable(
+            item, str(key) if where == "arguments" else f"{where}.{key}"
+        )
+        if found is not None:
+            return found
+    return None
 
 
 def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
