@@ -1,14 +1,24 @@
-"""The error family. Every message says what went wrong and what to do next."""
+"""The error family. Every message says what went wrong and what to do next.
+
+Each error carries the HTTP status it maps to, so the HTTP app and the MCP server turn any of
+them into a response in one place (`status`), and the CLI prints the message and exits 1.
+"""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 
 class EpMcpError(Exception):
     """Base class for every error ep-mcp raises on purpose."""
 
+    status: ClassVar[int] = 503  # the service could not answer this (a layer failed)
+
 
 class ConfigError(EpMcpError):
     """A config file, flag or environment value is invalid."""
+
+    status = 500
 
 
 class PackError(EpMcpError):
@@ -17,6 +27,8 @@ class PackError(EpMcpError):
 
 class NotFoundError(EpMcpError):
     """A pack, file, section, node or skill that was asked for does not exist."""
+
+    status = 404
 
 
 class IndexBuildError(EpMcpError):
@@ -29,3 +41,9 @@ class EmbeddingError(EpMcpError):
 
 class QueryError(EpMcpError):
     """A query or its arguments are invalid."""
+
+    status = 422
+
+
+class ServeError(EpMcpError):
+    """The service cannot start (a port in use, an address it cannot bind)."""

@@ -131,10 +131,10 @@ def settings_for() -> object:
 @pytest.fixture(scope="module")
 def serve_ctx(packs: dict[str, Path]) -> Iterator[tuple[object, KeyRing]]:
     """A ServeContext over both packs; alpha needs key `sk-alpha`, beta `sk-beta` (env)."""
-    from ep_mcp.cli.serve_cmds import build_serve_context
+    from ep_mcp.serve.app import open_context
 
     settings = make_settings(packs, alpha_keys=("sk-alpha",))
-    serve, ring = build_serve_context(settings, {"EP_MCP_KEY_BETA": "sk-beta"})
+    serve, ring = open_context(settings, {"EP_MCP_KEY_BETA": "sk-beta"})
     yield serve, ring
     serve.library.close()
 
@@ -142,8 +142,8 @@ def serve_ctx(packs: dict[str, Path]) -> Iterator[tuple[object, KeyRing]]:
 @pytest.fixture(scope="module")
 def open_ctx(packs: dict[str, Path]) -> Iterator[object]:
     """A ServeContext over both packs with no keys."""
-    from ep_mcp.cli.serve_cmds import build_serve_context
+    from ep_mcp.serve.app import open_context
 
-    serve, _ = build_serve_context(make_settings(packs), {})
+    serve, _ = open_context(make_settings(packs), {})
     yield serve
     serve.library.close()

@@ -154,3 +154,68 @@ def test_http_uvicorn_serves_mcp_per_pack_and_for_all(http_server: Any, mode: st
     r = httpx2.get(f"{base}/health", headers={"Host": "evil.example.com"})
     assert r.status_code == 421
     assert "sk-alpha" not in log.read_text() and "sk-wrong" not in log.read_text()
+
+
+def test_two_http_workers_serve_one_port_from_the_same_settings(
+    packs: dict[str, Path], tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "EP_MCP_HOME": str(home)}
+    args = [str(packs["beta"]), "--provider", "hashing"]
+    subprocess.run([*CLI, "index", *args], env=env, check=True, capture_output=True)
+    port = free_port()
+    log = tmp_path / "workers.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*CLI, "serve", *args, "--transport", "http", "--port", str(port), "--workers", "2"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, log.read_text()
+                try:
+                    r = httpx2.get(f"http://127.0.0.1:{port}/search?q=compost", timeout=2)
+                    if r.status_code == 200:
+                        break
+                except httpx2.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            assert r.json()["results"][0]["source_file"] == "compost.md"
+            assert f"on http://127.0.0.1:{port}" in log.read_text()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+
+
+def test_a_port_in_use_is_one_line_and_exit_1_before_any_announcement(
+    packs: dict[str, Path], tmp_path: Path
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [
+                *CLI,
+                "serve",
+                str(packs["beta"]),
+                "--provider",
+                "hashing",
+                "--transport",
+                "http",
+                "--port",
+                str(port),
+                "--no-watch",
+            ],
+            env={**os.environ, "EP_MCP_HOME": str(tmp_path / "home")},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1, result.stderr
+    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
+    assert "serving" not in result.stderr and "Traceback" not in result.stderr

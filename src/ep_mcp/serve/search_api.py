@@ -17,7 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ep_mcp.errors import EpMcpError, NotFoundError, QueryError
+from ep_mcp.errors import EpMcpError
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import ServeContext, run_sync
@@ -192,12 +192,8 @@ async def search_endpoint(
         result = await run_sync(serve, _run, serve, decision.allowed, args, vector)
     except BadRequest as exc:
         return error(exc.status, str(exc))
-    except NotFoundError as exc:
-        return error(404, str(exc))
-    except QueryError as exc:
-        return error(422, str(exc))
     except EpMcpError as exc:
-        return error(503, str(exc))
+        return error(exc.status, str(exc))
     took = time.perf_counter() - started
     if serve.query_log is not None:
         serve.query_log.write("http", result, args, took)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:  # numpy stays unimported until vectors are made (fast `ep-mcp index` no-op)
     import numpy as np
@@ -49,6 +49,21 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Matrix:
         """Embed one query; shape (dimension,), unit length."""
         ...
+
+
+QueryCost = Literal["trivial", "compute", "network"]
+"""What embedding one query costs, as an embedder declares it (attribute ``query_cost``):
+`trivial` (pure Python, microseconds), `compute` (a model on this machine), `network` (a
+remote provider). Serving runs trivial queries on its event loop, the rest on threads."""
+
+
+def query_cost(embedder: object) -> QueryCost:
+    """The embedder's declared ``query_cost``; wrappers pass their inner embedder's on."""
+    declared = getattr(embedder, "query_cost", None)
+    if declared in ("trivial", "compute", "network"):
+        return declared  # type: ignore[no-any-return]
+    inner = getattr(embedder, "embedder", None)
+    return query_cost(inner) if inner is not None and inner is not embedder else "compute"
 
 
 EmbedderFactory = Callable[[EmbeddingSpec, "dict[str, str]"], Embedder | None]

@@ -37,6 +37,8 @@ def words(text: str) -> list[str]:
 class HashingEmbedder:
     """Signed feature hashing of stemmed lowercase words, sublinear counts, L2-normalised."""
 
+    query_cost = "trivial"
+
     def __init__(self, dimension: int = 64) -> None:
         if dimension < 2:
             raise EmbeddingError(f"hashing dimension is {dimension} — use 2 or more")

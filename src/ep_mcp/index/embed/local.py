@@ -238,6 +238,8 @@ class LocalEmbedder:
     ``all-MiniLM-L6-v2-int8`` (the packaged graph as is; the default without a cache folder).
     """
 
+    query_cost = "compute"
+
     def __init__(self, spec: EmbeddingSpec | None = None) -> None:
         spec = spec or EmbeddingSpec()
         if not 2 < spec.max_tokens <= MAX_POSITIONS:

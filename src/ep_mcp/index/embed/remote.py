@@ -59,6 +59,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 class HttpEmbedder:
     """One HTTP embedding API: batching, retries with backoff, unit rows, dimension check."""
 
+    query_cost = "network"
+
     provider: ClassVar[str]
     key_env: ClassVar[str]
     default_model: ClassVar[str]

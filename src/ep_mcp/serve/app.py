@@ -1,0 +1,250 @@
+"""Running the service: open what it serves, then run it over stdio or Streamable HTTP.
+
+`open_context` loads the packs (building indexes that need it), the skills hub, the keys and
+the query log; `run` serves them over one transport until the client or a signal ends it. The
+CLI only parses flags into `Settings` and calls these two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import logging
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ep_mcp.config import ServerSettings, Settings
+from ep_mcp.errors import ConfigError, EpMcpError, ServeError
+from ep_mcp.runtime import Library
+from ep_mcp.serve.auth import KeyRing
+from ep_mcp.serve.mcp_server import ServeContext
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from ep_mcp.skills.hub import SkillHub
+
+logger = logging.getLogger(__name__)
+
+Transport = Literal["stdio", "http"]
+OnReady = Callable[[str], None]  # told the service's URL once the port is bound
+
+
+def _log_ready(url: str) -> None:
+    logger.info("serving on %s", url)
+
+
+def example_pack() -> Path:
+    """The ExpertPack bundled with ep-mcp (served when no pack and no config is given)."""
+    from importlib.resources import files
+
+    return Path(str(files("ep_mcp") / "example_pack"))
+
+
+def open_hub(settings: Settings, env: Mapping[str, str]) -> SkillHub | None:
+    """The skills hub when taps are configured or present; None otherwise (or on failure)."""
+    home = settings.home
+    taps_dir = home / "taps" if home else None
+    has_taps = bool(settings.skills.taps) or bool(
+        taps_dir and taps_dir.is_dir() and any(taps_dir.iterdir())
+    )
+    if not has_taps:
+        return None
+    from ep_mcp.skills.hub import SkillHub
+
+    try:
+        return SkillHub(settings, env)
+    except EpMcpError as exc:  # the hub is optional: serve the packs without it
+        logger.warning("skills hub not available (%s) — serving packs only", exc)
+        return None
+
+
+def warm_up(library: Library) -> None:
+    """Load the query model now, so the first client does not wait for it."""
+    if library.embedder is None:
+        return
+    try:
+        library.embedder.embed_query("warm up")
+    except EpMcpError as exc:  # a dead provider degrades queries to lexical; say so once
+        logger.warning("query embedding is unavailable (%s) — queries will be lexical", exc)
+
+
+def cheap_queries(embedder: object) -> bool:
+    """True when a query costs only pure-Python work (no embedder, or one that declares its
+    queries `trivial`), so the HTTP server runs tool calls on its event loop."""
+    from ep_mcp.index.embed.base import query_cost
+
+    return embedder is None or query_cost(embedder) == "trivial"
+
+
+def open_context(
+    settings: Settings, env: Mapping[str, str], *, build: bool = True
+) -> tuple[ServeContext, KeyRing]:
+    """Open the library (indexes built with progress on stderr), the hub, keys, query log."""
+    from ep_mcp.runtime import open_library
+    from ep_mcp.serve.querylog import QueryLog
+    from ep_mcp.tools.registry import tools
+
+    tools()  # load the built-in tools now, before worker threads race to do it
+    if settings.home is None:
+        raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
+    library = open_library(settings, env, settings.home, build=build, show_progress=None)
+    for rt in library:
+        for warning in rt.pack.warnings:
+            logger.warning("%s: %s", rt.slug, warning)
+    warm_up(library)
+    keys = {rt.slug: rt.config.api_keys for rt in library}
+    ring = KeyRing.build(keys, env, settings.skills.api_keys)
+    log_path = settings.server.query_log_path
+    serve = ServeContext(
+        library=library,
+        hub=open_hub(settings, env),
+        query_log=QueryLog(log_path) if log_path else None,
+        keyed=ring.keyed,
+        inline=cheap_queries(library.embedder),
+    )
+    return serve, ring
+
+
+def run(
+    serve: ServeContext,
+    ring: KeyRing,
+    settings: Settings,
+    transport: Transport,
+    *,
+    watch: bool = False,
+    workers: int = 1,
+    on_ready: OnReady = _log_ready,
+) -> None:
+    """Serve until the client (stdio) or a signal (HTTP) ends it. ``on_ready`` hears the
+    HTTP service's URL once its port is bound (a port in use fails before that)."""
+    if workers > 1 and transport != "http":
+        raise ConfigError("--workers needs --transport http")
+    if workers > 1 and watch:
+        raise ConfigError("--watch cannot be used with --workers above 1 — pick one")
+    if transport == "stdio":
+        run_stdio(serve, watch)
+    elif workers > 1:
+        run_http_workers(serve, settings, workers, on_ready)
+    else:
+        run_http(serve, ring, settings.server, watch, on_ready)
+
+
+def run_stdio(serve: ServeContext, watch: bool) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from ep_mcp.serve.mcp_server import build_server
+    from ep_mcp.serve.watch import watching
+
+    server = build_server(serve)
+
+    async def go() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    with watching(serve.library, watch):
+        anyio.run(go)
+
+
+def _uvicorn_options(server: ServerSettings) -> dict[str, object]:
+    level = server.log_level.lower()
+    return {
+        "host": server.host,
+        "port": server.port,
+        "log_level": level,
+        "access_log": level == "debug",
+        "server_header": False,
+        "proxy_headers": False,  # forwarded headers: only from server.forwarded_allow_ips (app)
+    }
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, or one clear error when it cannot be had."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(
+                f"port {port} on {host} is already in use — stop the other server or pick "
+                "another with --port"
+            ) from None
+        raise ServeError(
+            f"cannot listen on {host}:{port} ({exc.strerror}) — check --host"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def service_url(server: ServerSettings) -> str:
+    host = f"[{server.host}]" if ":" in server.host else server.host
+    return f"http://{host}:{server.port}"
+
+
+def run_http(
+    serve: ServeContext, ring: KeyRing, server: ServerSettings, watch: bool, on_ready: OnReady
+) -> None:
+    import uvicorn
+
+    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.watch import watching
+
+    @contextlib.asynccontextmanager
+    async def background() -> AsyncIterator[None]:
+        with watching(serve.library, watch):
+            yield
+
+    app = create_app(serve, server, ring, background=background)
+    config = uvicorn.Config(app, **_uvicorn_options(server))  # type: ignore[arg-type]
+    sock = bind(server.host, server.port)
+    on_ready(service_url(server))
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def run_http_workers(
+    serve: ServeContext, settings: Settings, workers: int, on_ready: OnReady
+) -> None:
+    """N uvicorn processes on one socket, each opening the (already built) index read-only.
+
+    Each worker rebuilds its app from ``settings`` (pickled to it), never from environment
+    variables or import strings of ours.
+    """
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(
+        functools.partial(worker_app, settings),
+        factory=True,
+        workers=workers,
+        **_uvicorn_options(settings.server),  # type: ignore[arg-type]
+    )
+    sock = bind(settings.server.host, settings.server.port)
+    on_ready(service_url(settings.server))
+    Multiprocess(config, sockets=[sock]).run()
+
+
+def worker_app(settings: Settings) -> Starlette:
+    """The app of one `--workers` process: the same settings, no index build, no watcher."""
+    import os
+
+    from ep_mcp.serve.http_app import create_app
+
+    serve, ring = open_context(settings, os.environ, build=False)
+    return create_app(serve, settings.server, ring)
+
+
+@contextlib.contextmanager
+def closing(serve: ServeContext) -> Iterator[ServeContext]:
+    try:
+        yield serve
+    finally:
+        serve.library.close()
+        if serve.hub is not None:
+            serve.hub.close()
