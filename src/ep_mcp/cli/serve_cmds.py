@@ -129,7 +129,9 @@ def cheap_queries(embedder: Any) -> bool:
     the HTTP server runs tool calls on its event loop instead of a worker thread."""
     from ep_mcp.index.embed.fake import HashingEmbedder
 
-    inner = getattr(embedder, "embedder", embedder)
+    inner = embedder
+    while getattr(inner, "embedder", None) is not None:  # through the query cache and breaker
+        inner = inner.embedder
     return embedder is None or isinstance(inner, HashingEmbedder)
 
 
@@ -137,6 +139,7 @@ def run_stdio(serve: Any, watch: bool) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
+    from ep_mcp.serve.backfill import backfilling
     from ep_mcp.serve.mcp_server import build_server
     from ep_mcp.serve.watch import watching
 
@@ -146,7 +149,7 @@ def run_stdio(serve: Any, watch: bool) -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    with watching(serve.library, watch):
+    with watching(serve.library, watch), backfilling(serve.library):
         anyio.run(run)
 
 
@@ -155,12 +158,13 @@ def run_http(serve: Any, ring: Any, server_settings: ServerSettings, watch: bool
 
     import uvicorn
 
+    from ep_mcp.serve.backfill import backfilling
     from ep_mcp.serve.http_app import create_app
     from ep_mcp.serve.watch import watching
 
     @contextlib.asynccontextmanager
     async def background() -> Any:
-        with watching(serve.library, watch):
+        with watching(serve.library, watch), backfilling(serve.library):
             yield
 
     app = create_app(serve, server_settings, ring, background=background)
