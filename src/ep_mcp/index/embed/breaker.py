@@ -182,11 +182,17 @@ class GuardedEmbedder:
         return GuardedEmbedder(self._interactive, self.breaker)
 
 
-def guard(embedder: Embedder, failures: int, cooldown_s: float) -> GuardedEmbedder:
+def guard(
+    embedder: Embedder,
+    failures: int,
+    cooldown_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> GuardedEmbedder:
     """Wrap ``embedder`` in a fresh breaker; HTTP providers answer queries interactively."""
     make_view = getattr(embedder, "interactive", None)
     view = make_view() if callable(make_view) else None
-    return GuardedEmbedder(embedder, CircuitBreaker(failures, cooldown_s), view)
+    return GuardedEmbedder(embedder, CircuitBreaker(failures, cooldown_s, clock=clock), view)
 
 
 def interactive(embedder: Embedder) -> Embedder:
