@@ -31,6 +31,7 @@ class RetrievalSettings:
     candidate_multiplier: int = 8
     min_candidates: int = 50
     lexical_time_limit_ms: int = 250
+    query_deadline_ms: int = 2000  # an HTTP embedding provider slower than this: lexical answer
     title_weight: float = 3.0  # FTS5 column weights
     heading_weight: float = 2.0
     text_column_weight: float = 1.0
@@ -269,6 +270,7 @@ def validate(settings: Settings) -> None:
         "candidate_multiplier",
         "min_candidates",
         "lexical_time_limit_ms",
+        "query_deadline_ms",
         "requires_max_atoms",
         "requires_token_budget",
     ):
@@ -306,7 +308,15 @@ def validate(settings: Settings) -> None:
     for key, value, low in at_least:
         if value < low:
             raise ConfigError(f"{key}: must be at least {low} — got {value}")
+    emb = settings.embedding
+    if emb.breaker_failures < 1:
+        raise ConfigError(
+            f"embedding.breaker_failures: must be at least 1 — got {emb.breaker_failures}"
+        )
     for key, seconds in (
+        ("embedding.timeout_s", emb.timeout_s),
+        ("embedding.query_timeout_s", emb.query_timeout_s),
+        ("embedding.breaker_cooldown_s", emb.breaker_cooldown_s),
         ("skills.llm_timeout_s", sk.llm_timeout_s),
         ("skills.clone_timeout_s", sk.clone_timeout_s),
         ("skills.discover_timeout_s", sk.discover_timeout_s),

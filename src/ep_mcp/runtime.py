@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import EmbeddingError, NotFoundError
+from ep_mcp.errors import NotFoundError
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
 from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.embed.breaker import guard, interactive, is_bounded
 from ep_mcp.index.locate import index_path
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
@@ -113,38 +114,36 @@ class PackRuntime:
             with self._lock:
                 texts = list(dict.fromkeys(t for t in self.view.profiles.values() if t))
                 assert self.embedder is not None
-                profiles = embed_texts(self.store, self.embedder, texts)
+                profiles = embed_texts(self.store, interactive(self.embedder), texts)
                 self._profiles = profiles
         vector = profiles.get(text)
         if vector is None:  # a profile of a newer view than the cached set
             assert self.embedder is not None
-            vector = self.embedder.embed_documents([text])[0]
+            vector = interactive(self.embedder).embed_documents([text])[0]
         return vector
 
     def _update(self, pack: Pack, show_progress: bool | None) -> BuildReport:
-        """Build with the embedder; if it fails, build lexically so search still answers."""
-        try:
-            return self._build(pack, self.embedder, show_progress)
-        except EmbeddingError as exc:
-            logger.warning(
-                "pack %s: embedding failed (%s) — indexed lexically; search still answers",
-                pack.slug,
-                exc,
-            )
-            return self._build(pack, None, show_progress)
-
-    def _build(
-        self, pack: Pack, embedder: Embedder | None, show_progress: bool | None
-    ) -> BuildReport:
+        """Build with the embedder. If the provider fails, the build still commits lexically,
+        keeps every stored vector and marks the rest pending (the next build embeds them)."""
         return build_index(
             pack,
             self.store,
-            embedder,
+            self.embedder,
             token_counter(),
             max_tokens=self.settings.index.max_tokens,
             prefix_template=self.settings.index.context_prefix_template,
             show_progress=show_progress,
+            on_embedding_error="defer",
         )
+
+    def backfill(self) -> BuildReport | None:
+        """Embed the chunks an earlier build left pending (files unchanged); None if none wait."""
+        if self.config.read_only or self.embedder is None or not self.store.pending_count():
+            return None
+        with self._lock:
+            report = self._update(self.pack, False)
+            self._profiles = None
+            return report
 
     def search(
         self, request: SearchRequest, *, query_embedder: Embedder | None = None
@@ -152,6 +151,7 @@ class PackRuntime:
         """Answer one query; ``query_embedder`` overrides how the query is embedded (benches)."""
         embedder = query_embedder or self.embedder
         embed = embedder.embed_query if embedder is not None else None
+        deadline = self.settings.retrieval.query_deadline_ms if is_bounded(embedder) else None
         return engine.search(
             self.store,
             self.slug,
@@ -162,6 +162,7 @@ class PackRuntime:
             embed_profile=self._profile_vector if self.embedder is not None else None,
             reranker=self.reranker,
             rerank_pool=self.settings.reranker.pool,
+            deadline_ms=deadline,
         )
 
     def read_raw(self, path: str) -> str:
@@ -226,7 +227,9 @@ def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None
         home = settings.home or default_home(env)
         spec = dataclasses.replace(spec, cache_dir=home / "models")
     embedder = create_embedder(spec, dict(env))
-    return QueryEmbeddingCache(embedder) if embedder is not None else None
+    if embedder is None:
+        return None
+    return QueryEmbeddingCache(guard(embedder, spec.breaker_failures, spec.breaker_cooldown_s))
 
 
 def with_eval_today(settings: Settings, env: Mapping[str, str]) -> Settings:

@@ -14,6 +14,7 @@ import click
 
 from ep_mcp.cli.app import (
     bench,
+    config_option,
     emit_json,
     fail_cleanly,
     index_dir_option,
@@ -22,7 +23,7 @@ from ep_mcp.cli.app import (
     provider_option,
     resolve_settings,
 )
-from ep_mcp.config import Settings
+from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import PackError
 
 if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no change skips it
@@ -32,18 +33,33 @@ if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no 
 pack_argument = click.argument("pack", type=click.Path(path_type=Path, file_okay=False))
 
 
-def _settings(pack: Path, provider: str | None, index_dir: Path | None) -> Settings:
+def _settings(
+    pack: Path, provider: str | None, index_dir: Path | None, config: Path | None = None
+) -> Settings:
+    """Settings for one pack: the config file's (embedding, retrieval, index, home) when given,
+    and its entry for this folder (slug, kind, index_dir) if it lists one; flags win."""
     if not pack.is_dir():
         raise PackError(f"no pack folder at {pack} — pass the path of a folder of markdown files")
-    return resolve_settings(None, [str(pack)], provider=provider, index_dir=index_dir)
+    settings = resolve_settings(config, [], provider=provider)
+    root = pack.resolve()
+    listed = [p for p in settings.packs if p.path.resolve() == root]
+    entry = listed[0] if listed else PackSettings(path=root)
+    entry = dataclasses.replace(entry, path=root)
+    if index_dir is not None:
+        entry = dataclasses.replace(entry, index_dir=index_dir)
+    return dataclasses.replace(settings, packs=(entry,))
 
 
 def _open_one(
-    pack: Path, provider: str | None, index_dir: Path | None, build: bool = True
+    pack: Path,
+    provider: str | None,
+    index_dir: Path | None,
+    build: bool = True,
+    config: Path | None = None,
 ) -> tuple[Library, PackRuntime]:
     from ep_mcp.runtime import open_library
 
-    settings = _settings(pack, provider, index_dir)
+    settings = _settings(pack, provider, index_dir, config)
     assert settings.home is not None
     lib = open_library(settings, os.environ, settings.home, build=build)
     return lib, lib.get()
@@ -51,17 +67,24 @@ def _open_one(
 
 @main.command("index")
 @pack_argument
+@config_option
 @provider_option
 @index_dir_option
 @json_option
 @fail_cleanly
-def index_cmd(pack: Path, provider: str | None, index_dir: Path | None, as_json: bool) -> None:
-    """Build or update the index of PACK (only changed files are re-read and re-embedded)."""
+def index_cmd(
+    pack: Path, config: Path | None, provider: str | None, index_dir: Path | None, as_json: bool
+) -> None:
+    """Build or update the index of PACK (only changed files are re-read and re-embedded).
+
+    If the embedding provider fails, the lexical index is still written (exit 0), every vector
+    already stored is kept, and the chunks still without one are embedded by the next run.
+    """
     from ep_mcp import __version__
     from ep_mcp.index import fastcheck
 
     started = time.perf_counter()
-    settings = _settings(pack, provider, index_dir)
+    settings = _settings(pack, provider, index_dir, config)
     cfg = settings.packs[0]
     assert settings.home is not None
     key = fastcheck.settings_key(cfg, settings.embedding, settings.index, __version__)
@@ -79,13 +102,16 @@ def index_cmd(pack: Path, provider: str | None, index_dir: Path | None, as_json:
         }
         _print_index(state.slug, state.index, report, state.warnings, as_json)
         return
-    lib, rt = _open_one(pack, provider, index_dir, build=False)
+    lib, rt = _open_one(pack, provider, index_dir, build=False, config=config)
     try:
         built = rt.index(reload=False)
         warnings = [str(w) for w in rt.pack.warnings]
         wanted = settings.embedding.provider != "none"
-        if built.vector_engine != "none" or not wanted:  # a lexical fallback retries next time
+        complete = (built.vector_engine != "none" or not wanted) and not built.pending
+        if complete:
             fastcheck.remember(rt.store, snap, rt.slug, dataclasses.asdict(built), warnings)
+        else:  # chunks wait for their vectors: the next run must take the full path
+            fastcheck.forget(rt.store)
         _print_index(rt.slug, rt.store.path, dataclasses.asdict(built), warnings, as_json)
     finally:
         lib.close()
@@ -105,6 +131,13 @@ def _print_index(
         )
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
+    if report.get("pending"):  # exit 0 all the same: the lexical index is written and usable
+        click.echo(
+            f"warning: the embedding provider failed ({report.get('embedding_error')}) — "
+            f"{report['pending']} chunk(s) await embeddings and are found by words only; "
+            "the next `ep-mcp index` embeds them",
+            err=True,
+        )
 
 
 def render_result(result: SearchResult) -> str:
@@ -131,6 +164,7 @@ def render_result(result: SearchResult) -> str:
 @click.option("--tags", help="Only hits with any of these tags (comma-separated).")
 @click.option("--reconstruct", is_flag=True, help="Add exact line/byte provenance to each hit.")
 @click.option("--explain", is_flag=True, help="Show what each candidate scored at each stage.")
+@config_option
 @provider_option
 @index_dir_option
 @json_option
@@ -143,6 +177,7 @@ def search_cmd(
     tags: str | None,
     reconstruct: bool,
     explain: bool,
+    config: Path | None,
     provider: str | None,
     index_dir: Path | None,
     as_json: bool,
@@ -150,7 +185,7 @@ def search_cmd(
     """Search PACK for QUERY (the index is brought up to date first)."""
     from ep_mcp.retrieval.types import SearchRequest
 
-    lib, rt = _open_one(pack, provider, index_dir)
+    lib, rt = _open_one(pack, provider, index_dir, config=config)
     try:
         tag_list = tuple(t.strip() for t in (tags or "").split(",") if t.strip())
         result = rt.search(
@@ -167,6 +202,8 @@ def search_cmd(
             emit_json(result.to_dict())
         else:
             click.echo(render_result(result))
+            for note in result.notes:
+                click.echo(f"note: {note}", err=True)
             if explain:
                 from ep_mcp.retrieval.explain import render_explain
 

@@ -1,4 +1,9 @@
-"""Build or update one pack's index: chunk what changed, embed what is new, write it atomically."""
+"""Build or update one pack's index: chunk what changed, embed what is new, write it atomically.
+
+When the embedding provider fails part-way (``on_embedding_error="defer"``), the build still
+commits: the lexical rows of every changed file are written, every vector already stored is kept,
+and the chunks still without a vector are marked pending. The next build embeds them first.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,12 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.chunker import Chunk, chunk_document
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.progress import Progress
@@ -34,6 +40,8 @@ class BuildReport:
     rebuilt: bool  # a feature change forced a full rebuild
     seconds: float
     vector_engine: str
+    pending: int = 0  # chunks indexed lexically that still await their vector
+    embedding_error: str | None = None  # why they wait (the provider's failure)
 
 
 def features_for(
@@ -128,15 +136,31 @@ def _embed_missing(
         return found, 0
     items = sorted(todo.items(), key=lambda item: count(item[1]))
     progress = Progress("embedding chunks", len(items), enabled=show_progress)
-    for start in range(0, len(items), CACHE_FLUSH):
-        batch = items[start : start + CACHE_FLUSH]
-        vectors = embedder.embed_documents([t for _, t in batch])
-        fresh = {k: vectors[i] for i, (k, _) in enumerate(batch)}
-        store.cache_vectors(fresh)
-        found.update(fresh)
-        progress.advance(len(batch))
-    progress.close()
-    return found, len(items)
+    done = 0
+    try:
+        for start in range(0, len(items), CACHE_FLUSH):
+            batch = items[start : start + CACHE_FLUSH]
+            vectors = embedder.embed_documents([t for _, t in batch])
+            fresh = {k: vectors[i] for i, (k, _) in enumerate(batch)}
+            store.cache_vectors(fresh)
+            found.update(fresh)
+            done += len(batch)
+            progress.advance(len(batch))
+    except EmbeddingError as exc:
+        raise PartialEmbedding(found, done, exc) from exc
+    finally:
+        progress.close()
+    return found, done
+
+
+class PartialEmbedding(Exception):
+    """The provider failed part-way: what was embedded (and cached) before, and why it stopped."""
+
+    def __init__(
+        self, found: dict[str, npt.NDArray[np.float32]], computed: int, error: EmbeddingError
+    ) -> None:
+        super().__init__(str(error))
+        self.found, self.computed, self.error = found, computed, error
 
 
 def embed_texts(
@@ -151,7 +175,10 @@ def embed_texts(
     if store.read_only:
         rows = embedder.embed_documents(list(texts))
         return {t: rows[i] for i, t in enumerate(texts)}
-    by_key, _ = _embed_missing(store, embedder, texts, len, show_progress=False)
+    try:
+        by_key, _ = _embed_missing(store, embedder, texts, len, show_progress=False)
+    except PartialEmbedding as partial:
+        raise partial.error from None
     return {t: by_key[cache_key(embedder, t)] for t in texts}
 
 
@@ -164,8 +191,13 @@ def build_index(
     max_tokens: int = 1000,
     prefix_template: str = "",
     show_progress: bool | None = None,
+    on_embedding_error: Literal["raise", "defer"] = "raise",
 ) -> BuildReport:
-    """Bring the index up to date with the pack (SPEC §2). Safe to interrupt at any point."""
+    """Bring the index up to date with the pack (SPEC §2). Safe to interrupt at any point.
+
+    ``on_embedding_error="defer"``: a provider failure does not stop the build — chunks left
+    without a vector are marked pending (see the module docstring); otherwise it propagates.
+    """
     started = time.perf_counter()
     count_tokens = _memo(count_tokens)
     features = features_for(embedder, max_tokens, prefix_template)
@@ -183,34 +215,49 @@ def build_index(
         d.path: chunk_document(d, count_tokens, max_tokens, prefix_template) for d in changed
     }
     all_chunks = [c for d in changed for c in chunked[d.path]]
+    waiting = [] if rebuild or embedder is None else store.pending_texts()
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     computed = 0
-    if embedder is not None and all_chunks:
-        vectors, computed = _embed_missing(
-            store, embedder, [c.indexed_text for c in all_chunks], count_tokens, show_progress
-        )
-    if rebuild or removed or changed:
+    error: EmbeddingError | None = None
+    if embedder is not None and (all_chunks or waiting):
+        # pending chunks of earlier builds first: they have waited longest
+        texts = [t for _, t in waiting] + [c.indexed_text for c in all_chunks]
+        try:
+            vectors, computed = _embed_missing(store, embedder, texts, count_tokens, show_progress)
+        except PartialEmbedding as partial:
+            if on_embedding_error == "raise":
+                raise partial.error from None
+            vectors, computed, error = partial.found, partial.computed, partial.error
+    filled: dict[int, npt.NDArray[np.float32]] = {}
+    if embedder is not None:
+        for cid, text in waiting:
+            vec = vectors.get(cache_key(embedder, text))
+            if vec is not None:
+                filled[cid] = vec
+    if rebuild or removed or changed or filled:
         with store.transaction():
             if rebuild:
                 store.clear()
             store.remove_files(removed)
+            store.fill_pending(filled)
             for doc in changed:
-                chunks = chunked[doc.path]
-                rows = None
-                if embedder is not None and chunks:
-                    rows = np.stack([vectors[cache_key(embedder, c.indexed_text)] for c in chunks])
-                store.write_file(FileWrite(file_record(doc), _records(chunks, count_tokens), rows))
+                store.write_file(
+                    _file_write(doc, chunked[doc.path], embedder, vectors, count_tokens)
+                )
             store.finish_build(features)
+    pending = store.pending_count() if embedder is not None else 0
     report = BuildReport(
         files=len(docs),
         changed=len(changed),
         removed=len(removed),
         chunks=store.counts()["chunks"],
         embedded=computed,
-        reused=len(all_chunks) - computed if embedder is not None else 0,
+        reused=max(0, _with_vectors(embedder, all_chunks, vectors) + len(filled) - computed),
         rebuilt=rebuild,
         seconds=time.perf_counter() - started,
         vector_engine=store.vector_engine if embedder is not None else "none",
+        pending=pending,
+        embedding_error=str(error) if error is not None and pending else None,
     )
     logger.info(
         "indexed %s: %d files, %d changed, %d removed, %d chunks, %d embedded (%.2fs)",
@@ -222,4 +269,44 @@ def build_index(
         report.embedded,
         report.seconds,
     )
+    if pending:
+        logger.warning(
+            "%s: %d chunk(s) await embeddings (%s) — they are found lexically until the next "
+            "build embeds them",
+            pack.slug,
+            pending,
+            report.embedding_error or "the provider failed earlier",
+        )
     return report
+
+
+def _with_vectors(
+    embedder: Embedder | None,
+    chunks: Sequence[Chunk],
+    vectors: Mapping[str, npt.NDArray[np.float32]],
+) -> int:
+    if embedder is None:
+        return 0
+    return sum(cache_key(embedder, c.indexed_text) in vectors for c in chunks)
+
+
+def _file_write(
+    doc: Document,
+    chunks: Sequence[Chunk],
+    embedder: Embedder | None,
+    vectors: Mapping[str, npt.NDArray[np.float32]],
+    count: Callable[[str], int],
+) -> FileWrite:
+    """One changed file's rows; a chunk whose vector is missing is marked pending."""
+    records = _records(chunks, count)
+    if embedder is None or not chunks:
+        return FileWrite(file_record(doc), records, None)
+    rows = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
+    pending: set[int] = set()
+    for i, c in enumerate(chunks):
+        vec = vectors.get(cache_key(embedder, c.indexed_text))
+        if vec is None:
+            pending.add(i)
+        else:
+            rows[i] = vec
+    return FileWrite(file_record(doc), records, rows, frozenset(pending))

@@ -110,7 +110,7 @@ def quick_state(
         raw = store.get_meta(META_KEY)
     finally:
         store.close()
-    if raw is None:
+    if not raw:  # none recorded, or forgotten
         return None
     try:
         state = json.loads(raw)
@@ -137,3 +137,10 @@ def remember(
     }
     with store.transaction():
         store.set_meta(META_KEY, json.dumps(state, default=str))
+
+
+def forget(store: Store) -> None:
+    """Drop the recorded snapshot, so the next run takes the normal path (e.g. chunks wait
+    for their vectors)."""
+    with store.transaction():
+        store.set_meta(META_KEY, "")

@@ -70,6 +70,12 @@ _MIGRATIONS: tuple[str, ...] = (
                          vec BLOB NOT NULL);
     CREATE TABLE embed_cache(key TEXT PRIMARY KEY, vec BLOB NOT NULL);
     """,
+    # 2: chunks whose vector the provider has not given yet (a build carried on lexically)
+    """
+    CREATE TABLE pending_vectors(
+        chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE
+    );
+    """,
 )
 
 
@@ -116,6 +122,7 @@ class FileWrite:
     record: FileRecord
     chunks: tuple[ChunkRecord, ...]
     vectors: npt.NDArray[np.float32] | None  # one row per chunk, or None (lexical-only index)
+    pending: frozenset[int] = frozenset()  # chunk positions awaiting a vector (row ignored)
 
 
 def sqlite_vec_status() -> tuple[bool, str]:
@@ -274,6 +281,7 @@ class Store:
             "chunks": one("SELECT count(*) FROM chunks"),
             "vectors": one("SELECT count(*) FROM vectors"),
             "cached": one("SELECT count(*) FROM embed_cache"),
+            "pending": self.pending_count(),
         }
 
     # -- embedding cache ---------------------------------------------------------------------
@@ -301,7 +309,10 @@ class Store:
 
     def clear(self) -> None:
         """Drop every file and chunk (the embedding cache stays)."""
-        self._conn.execute("DELETE FROM vectors; DELETE FROM chunks; DELETE FROM files;")
+        self._conn.execute(
+            "DELETE FROM pending_vectors; DELETE FROM vectors; DELETE FROM chunks; "
+            "DELETE FROM files;"
+        )
         self._conn.execute("DELETE FROM chunks_fts")
         self._drop_vec0()
 
@@ -313,10 +324,11 @@ class Store:
                 self._conn.execute("DELETE FROM chunks_fts WHERE rowid=?", (cid,))
                 if mirror:
                     self._conn.execute("DELETE FROM chunks_vec WHERE chunk_id=?", (cid,))
-            self._conn.execute(
-                "DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE path=?)",
-                (path,),
-            )
+            for table in ("vectors", "pending_vectors"):
+                self._conn.execute(
+                    f"DELETE FROM {table} WHERE chunk_id IN (SELECT id FROM chunks WHERE path=?)",
+                    (path,),
+                )
             self._conn.execute("DELETE FROM chunks WHERE path=?", (path,))
             self._conn.execute("DELETE FROM files WHERE path=?", (path,))
 
@@ -365,14 +377,50 @@ class Store:
                 "INSERT INTO chunks_fts(rowid, text, title, headings) VALUES(?,?,?,?)",
                 (cid, lexical_text, rec.title, " ".join(ch.heading_path)),
             )
-            if item.vectors is not None:
-                blob = _blob(item.vectors[i])
-                self._conn.execute("INSERT INTO vectors(chunk_id, vec) VALUES(?,?)", (cid, blob))
-                if self.vec0:
-                    self._ensure_vec0(len(item.vectors[i]))
-                    self._conn.execute(
-                        "INSERT INTO chunks_vec(chunk_id, embedding) VALUES(?,?)", (cid, blob)
-                    )
+            if i in item.pending:
+                self._conn.execute("INSERT INTO pending_vectors(chunk_id) VALUES(?)", (cid,))
+            elif item.vectors is not None:
+                self._insert_vector(cid, item.vectors[i])
+
+    def _insert_vector(self, chunk_id: int, vec: npt.NDArray[np.float32]) -> None:
+        blob = _blob(vec)
+        self._conn.execute("INSERT INTO vectors(chunk_id, vec) VALUES(?,?)", (chunk_id, blob))
+        if self.vec0:
+            self._ensure_vec0(len(vec))
+            self._conn.execute(
+                "INSERT INTO chunks_vec(chunk_id, embedding) VALUES(?,?)", (chunk_id, blob)
+            )
+
+    # -- chunks awaiting vectors (kept apart: a build that lost its provider carries on) -----
+
+    def pending_count(self) -> int:
+        """Chunks indexed lexically whose vector is still missing (0 on an index from before
+        pending vectors were recorded)."""
+        try:
+            rows = self._reader().execute("SELECT count(*) FROM pending_vectors").fetchall()
+        except apsw.SQLError:  # a read-only index of schema 1: nothing is pending there
+            return 0
+        return int(rows[0][0])
+
+    def pending_texts(self) -> list[tuple[int, str]]:
+        """(chunk_id, embedded text: the context prefix, then the span) of every pending chunk."""
+        try:
+            rows = self._reader().execute(
+                "SELECT c.id, c.context_prefix, c.text FROM pending_vectors p "
+                "JOIN chunks c ON c.id = p.chunk_id ORDER BY c.id"
+            )
+            return [(int(cid), f"{pre}\n\n{text}" if pre else str(text)) for cid, pre, text in rows]
+        except apsw.SQLError:
+            return []
+
+    def fill_pending(self, vectors: Mapping[int, npt.NDArray[np.float32]]) -> None:
+        """Store the vectors of pending chunks (call inside the build's transaction)."""
+        for cid, vec in vectors.items():
+            deleted = self._conn.execute(
+                "DELETE FROM pending_vectors WHERE chunk_id=? RETURNING chunk_id", (cid,)
+            ).fetchall()
+            if deleted:
+                self._insert_vector(cid, vec)
 
     def finish_build(self, features: Mapping[str, Any]) -> None:
         """Record the build's features and bump the generation (call inside the transaction)."""

@@ -15,12 +15,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 import numpy.typing as npt
 
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, QueryError
+from ep_mcp.index.embed.breaker import ProviderUnavailableError
 from ep_mcp.index.store import Store, StoredChunk
 from ep_mcp.retrieval import threshold as th
 from ep_mcp.retrieval.boosts import BoostSettings, apply_boosts, apply_filters
@@ -66,11 +68,14 @@ def run_legs(
     settings: RetrievalSettings,
     embed_query: QueryEmbed | None,
     pool: int,
+    deadline: float | None = None,
 ) -> Legs:
     """Lexical (any-term BM25) and vector legs; an embedding failure leaves the dense leg empty.
 
-    When the query must be embedded, the lexical leg runs on another thread meanwhile: SQLite
-    and onnxruntime both release the GIL, so the two legs overlap on two cores.
+    When the query must be embedded, the two legs overlap on two threads (SQLite, onnxruntime
+    and sockets all release the GIL). With a ``deadline`` (``time.monotonic()`` seconds: the
+    embedder calls an outside service) the embedding runs on the other thread and is waited for
+    only until then; past it the answer is lexical, with a note.
     """
     terms = tuple(query_terms(request.query))
 
@@ -90,34 +95,65 @@ def run_legs(
         and embed_query is not None
         and store.has_vectors()
     )
-    pending: Future[list[tuple[int, float]]] | None = None
-    lexical: list[tuple[int, float]] = []
-    if embeds and request.legs != "vector" and not _is_cached(embed_query, request.query):
-        pending = _legs_pool().submit(lexical_leg)
-    else:
-        lexical = lexical_leg()
-    dense: list[tuple[int, float]] = []
     notes: list[str] = []
     qvec: npt.NDArray[np.float32] | None = None
-    try:
-        if request.legs == "lexical":
-            pass
-        elif request.vector is not None:
-            qvec = np.asarray(request.vector, dtype=np.float32)
-            dense = store.vector_top(qvec, pool)
-        elif embeds:
-            assert embed_query is not None
-            try:
-                qvec = embed_query(request.query)
-                dense = store.vector_top(qvec, pool)
-            except EmbeddingError as exc:
-                qvec = None
-                notes.append(f"embedding failed, answered lexically: {exc}")
-                logger.warning("query embedding failed (%s) — lexical only", exc)
-    finally:
-        if pending is not None:
-            lexical = pending.result()
+    if request.vector is not None and request.legs != "lexical":
+        qvec = np.asarray(request.vector, dtype=np.float32)
+        lexical = lexical_leg()
+    elif not embeds or _is_cached(embed_query, request.query):
+        lexical = lexical_leg()
+        if embeds:
+            qvec = _embed_now(embed_query, request.query, notes)
+    elif deadline is None:
+        beside = _legs_pool().submit(lexical_leg)
+        try:
+            qvec = _embed_now(embed_query, request.query, notes)
+        finally:
+            lexical = beside.result()
+    else:
+        assert embed_query is not None
+        waiting = _embed_pool().submit(embed_query, request.query)
+        lexical = lexical_leg()
+        qvec = _embed_by(waiting, deadline, settings.query_deadline_ms, notes)
+    dense = store.vector_top(qvec, pool) if qvec is not None else []
     return Legs(terms, lexical, dense, tuple(notes), qvec if dense else None)
+
+
+def _embed_now(
+    embed_query: QueryEmbed | None, query: str, notes: list[str]
+) -> npt.NDArray[np.float32] | None:
+    assert embed_query is not None
+    try:
+        return embed_query(query)
+    except EmbeddingError as exc:
+        notes.append(_embedding_note(exc))
+        return None
+
+
+def _embed_by(
+    waiting: Future[npt.NDArray[np.float32]], deadline: float, budget_ms: int, notes: list[str]
+) -> npt.NDArray[np.float32] | None:
+    """The query vector if it arrives before ``deadline``; else None and a note saying why."""
+    try:
+        return waiting.result(timeout=max(0.0, deadline - time.monotonic()))
+    except FutureTimeout:
+        logger.warning("query embedding missed the %d ms deadline — lexical only", budget_ms)
+        notes.append(
+            f"the embedding provider did not answer within {budget_ms} ms "
+            "(retrieval.query_deadline_ms) — answered lexically"
+        )
+        return None
+    except EmbeddingError as exc:
+        notes.append(_embedding_note(exc))
+        return None
+
+
+def _embedding_note(exc: EmbeddingError) -> str:
+    if isinstance(exc, ProviderUnavailableError):  # already says why, what happens and when
+        logger.info("query embedding skipped: %s", exc)
+        return str(exc)
+    logger.warning("query embedding failed (%s) — lexical only", exc)
+    return f"embedding failed, answered lexically: {exc}"
 
 
 def _is_cached(embed_query: QueryEmbed | None, query: str) -> bool:
@@ -138,6 +174,22 @@ def _legs_pool() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ep-lexical")
         return _pool
+
+
+_embed_pool_ref: ThreadPoolExecutor | None = None
+
+
+def _embed_pool() -> ThreadPoolExecutor:
+    """Threads that call an outside embedding service while the query waits with a deadline.
+
+    Apart from the lexical threads, so calls that hang (until their own HTTP timeout) never
+    hold up a lexical leg.
+    """
+    global _embed_pool_ref
+    with _pool_lock:
+        if _embed_pool_ref is None:
+            _embed_pool_ref = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ep-embed")
+        return _embed_pool_ref
 
 
 def _candidate(
@@ -212,13 +264,16 @@ def search(
     embed_profile: QueryEmbed | None = None,
     reranker: Reranker | None = None,
     rerank_pool: int = 30,
+    deadline_ms: int | None = None,
 ) -> SearchResult:
     """Run one query against one pack's index.
 
     ``embed_profile`` gives the vector of a file's profile line (the runtime keeps them per pack
-    version); without it the query embedder is used.
+    version); without it the query embedder is used. ``deadline_ms`` bounds the wait for an
+    outside embedding service (query and profiles); past it the answer is lexical.
     """
     started = time.perf_counter()
+    deadline = time.monotonic() + deadline_ms / 1000.0 if deadline_ms is not None else None
     if not request.query.strip() and request.vector is None:
         raise QueryError("the query is empty — pass some words to search for")
     view = view or PackView()
@@ -229,7 +284,7 @@ def search(
         else Intent("GENERAL", settings.vector_weight, settings.text_weight)
     )
     pool = max(settings.min_candidates, request.k * settings.candidate_multiplier)
-    legs = run_legs(store, request, settings, embed_query, pool)
+    legs = run_legs(store, request, settings, embed_query, pool, deadline)
     mode = "hybrid" if legs.dense and legs.lexical else "vector" if legs.dense else "lexical"
     trace.legs(legs.lexical, legs.dense, intent)
 
@@ -263,6 +318,12 @@ def search(
     )
     cands = apply_filters(cands, request.type, request.tags)
     notes = list(legs.notes)
+    waiting = store.pending_count() if request.legs != "lexical" else 0
+    if waiting:
+        notes.append(
+            f"{waiting} chunk(s) await embeddings (the provider failed during indexing) — they "
+            "are found by words only until `ep-mcp index` (or the server) embeds them"
+        )
     if settings.adaptive_threshold and _negative(store, request, settings, evidence):
         act = th.activation(evidence, settings.coverage_weight)
         floor = settings.activation_floor if act is not None else settings.lexical_coverage_floor
@@ -287,7 +348,13 @@ def search(
     )
     trace.stage("boosts", cands, "type/tag hints, always tier, length and freshness penalties")
 
-    if settings.profile_weight > 0 and cands and view.profiles and legs.query_vector is not None:
+    if (
+        settings.profile_weight > 0
+        and cands
+        and view.profiles
+        and legs.query_vector is not None
+        and (deadline is None or time.monotonic() < deadline)
+    ):
         cands = _apply_profile(
             cands, legs.query_vector, view, settings, embed_profile or embed_query, scale
         )

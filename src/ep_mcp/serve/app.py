@@ -137,6 +137,7 @@ def run_stdio(serve: ServeContext, watch: bool) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
+    from ep_mcp.serve.backfill import backfilling
     from ep_mcp.serve.mcp_server import build_server
     from ep_mcp.serve.watch import watching
 
@@ -146,7 +147,7 @@ def run_stdio(serve: ServeContext, watch: bool) -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    with watching(serve.library, watch):
+    with watching(serve.library, watch), backfilling(serve.library):
         anyio.run(go)
 
 
@@ -193,12 +194,13 @@ def run_http(
 ) -> None:
     import uvicorn
 
+    from ep_mcp.serve.backfill import backfilling
     from ep_mcp.serve.http_app import create_app
     from ep_mcp.serve.watch import watching
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:
-        with watching(serve.library, watch):
+        with watching(serve.library, watch), backfilling(serve.library):
             yield
 
     app = create_app(serve, server, ring, background=background)

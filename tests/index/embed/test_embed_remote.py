@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -26,6 +23,7 @@ from ep_mcp.index.embed.remote import (
     VoyageEmbedder,
     parse_retry_after,
 )
+from fake_provider import FakeProvider, serve
 
 KEY = "sk-test-SECRET-5f2a9c"
 ENV_VARS = {
@@ -36,85 +34,10 @@ ENV_VARS = {
 }
 
 
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
-class FakeProvider:
-    """Answers like the real APIs; ``script`` lists canned answers to give before the normal one."""
-
-    url: str = ""
-    dimension: int = 8
-    script: list[tuple[str, Any]] = field(default_factory=list)
-    seen: list[Seen] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def answer(self, path: str, body: Any) -> tuple[int, dict[str, str], bytes]:
-        with self.lock:
-            step: tuple[str, Any] = self.script.pop(0) if self.script else ("ok", None)
-        kind, arg = step
-        if kind == "status":
-            status, headers, text = arg
-            return status, headers, text.encode()
-        if kind == "hang":
-            self.release.wait(timeout=arg)
-        dimension = arg if kind == "dim" else self.requested_dimension(body)
-        gemini = ":batchEmbedContents" in path
-        count = len(body["requests"]) if gemini else len(body["input"])
-        # deliberately not unit length, so renormalisation is exercised
-        vectors = [[float(i + 1), 3.0] + [0.5] * (dimension - 2) for i in range(count)]
-        if gemini:
-            payload: Any = {"embeddings": [{"values": v} for v in vectors]}
-        else:  # OpenAI shape, in reverse order: clients must sort by index
-            data = [{"index": i, "embedding": v} for i, v in enumerate(vectors)]
-            payload = {"data": data[::-1], "model": "m", "usage": {}}
-        return 200, {"Content-Type": "application/json"}, json.dumps(payload).encode()
-
-    def requested_dimension(self, body: Any) -> int:
-        if "requests" in body:
-            return int(body["requests"][0].get("outputDimensionality", self.dimension))
-        return int(body.get("dimensions", body.get("output_dimension", self.dimension)))
-
-
 @pytest.fixture
 def server() -> Iterator[FakeProvider]:
-    fake = FakeProvider()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length) or b"null")
-            fake.seen.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            status, headers, data = fake.answer(self.path, body)
-            try:
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except OSError:  # the client gave up (timeout test)
-                pass
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    fake.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
+    with serve() as fake:
         yield fake
-    finally:
-        fake.release.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 def make(

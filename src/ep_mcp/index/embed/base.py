@@ -23,8 +23,11 @@ class EmbeddingSpec:
     dimension: int | None = None  # provider default when None (MRL truncation where supported)
     batch_size: int = 8
     max_tokens: int = 256  # truncation for the local model
-    timeout_s: float = 30.0
-    retries: int = 3
+    timeout_s: float = 30.0  # per HTTP request while indexing
+    retries: int = 3  # while indexing; a query makes one attempt
+    query_timeout_s: float = 1.5  # per HTTP request while a query waits
+    breaker_failures: int = 3  # consecutive failures that open the circuit
+    breaker_cooldown_s: float = 30.0  # then calls fail at once this long, before one probe
     endpoint: str | None = None  # base URL override (HTTP providers; tests point it at 127.0.0.1)
     api_key_env: str | None = None  # env var holding the key (provider default when None)
     cache_dir: Path | None = None  # the local model caches its optimised graph here (<home>/models)

@@ -7,6 +7,7 @@ produces is scrubbed of the key, and httpx's per-request INFO lines are silenced
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import logging
 import random
@@ -95,6 +96,7 @@ class HttpEmbedder:
         self.endpoint = self._resolve_endpoint(spec, env).rstrip("/")
         self.timeout_s = spec.timeout_s
         self.retries = max(0, spec.retries)
+        self.query_timeout_s = spec.query_timeout_s
         self._sleep = sleep
         self._jitter = jitter
         self._transport = transport
@@ -117,8 +119,10 @@ class HttpEmbedder:
 
     def _vectors(self, payload: Any) -> list[Any]:
         """The OpenAI shape: ``{"data": [{"index": i, "embedding": [...]}, ...]}``."""
-        data = payload["data"]
-        return [item["embedding"] for item in sorted(data, key=lambda item: item["index"])]
+        data = sorted(payload["data"], key=lambda item: item["index"])
+        if [item["index"] for item in data] != list(range(len(data))):
+            raise ValueError("the indexes of the vectors are not 0..n-1")
+        return [item["embedding"] for item in data]
 
     # -- the Embedder protocol -----------------------------------------------------------------
 
@@ -140,6 +144,19 @@ class HttpEmbedder:
     def embed_query(self, text: str) -> Matrix:
         row: Matrix = self._embed_batch([text], "query")[0]
         return row
+
+    def interactive(self) -> HttpEmbedder:
+        """This provider as a waiting query sees it: one attempt of ``query_timeout_s``.
+
+        The view shares the key and settings but keeps its own connection pool, so a query never
+        queues behind a slow indexing request.
+        """
+        view = copy.copy(self)
+        view.timeout_s = self.query_timeout_s
+        view.retries = 0
+        view._client = None
+        view._lock = threading.Lock()
+        return view
 
     def close(self) -> None:
         with self._lock:
@@ -213,8 +230,10 @@ class HttpEmbedder:
                 response = client.post(url, json=body, headers=self._headers())
             except httpx2.TimeoutException:
                 failure = f"timed out after {self.timeout_s:g}s"
-            except httpx2.TransportError as exc:
+            except httpx2.ConnectError as exc:
                 failure = f"could not connect ({type(exc).__name__})"
+            except httpx2.HTTPError as exc:  # a reset mid-body, a broken encoding, ...
+                failure = f"the connection failed ({type(exc).__name__})"
             else:
                 if response.is_success:
                     try:

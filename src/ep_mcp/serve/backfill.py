@@ -1,0 +1,88 @@
+"""Background backfill: embed the chunks a build left pending once the provider answers again.
+
+A build that loses its embedding provider commits lexically and marks the chunks without a
+vector pending (see ``index.builder``). While serving, this daemon thread looks every
+``interval_s`` for packs with pending chunks and, unless the provider's circuit is open, brings
+their vectors in (``PackRuntime.backfill``). When the cool-down ends the backfill may be the
+probe that closes the circuit again, so recovery needs no query.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+
+from ep_mcp.errors import EpMcpError
+from ep_mcp.index.embed.breaker import accepts_calls
+from ep_mcp.runtime import Library
+
+logger = logging.getLogger(__name__)
+
+
+class Backfill:
+    def __init__(self, library: Library, interval_s: float) -> None:
+        self.library = library
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.filled = 0  # chunks given their vector so far
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="ep-mcp-backfill", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.run_once()
+            except Exception:  # the thread must never take the server down
+                logger.exception("embedding backfill failed — it will try again")
+
+    def run_once(self) -> int:
+        """One pass over the served packs; returns how many chunks got their vector."""
+        filled = 0
+        for rt in self.library:
+            if not accepts_calls(rt.embedder):
+                return filled  # the circuit is open: nothing to try before its cool-down
+            before = rt.store.pending_count()
+            if not before:
+                continue
+            try:
+                report = rt.backfill()
+            except EpMcpError as exc:
+                logger.warning("pack %s: embedding backfill failed (%s)", rt.slug, exc)
+                continue
+            if report is not None:
+                done = before - report.pending
+                filled += done
+                if done:
+                    logger.info(
+                        "pack %s: %d pending chunk(s) embedded, %d left",
+                        rt.slug,
+                        done,
+                        report.pending,
+                    )
+        self.filled += filled
+        return filled
+
+
+@contextlib.contextmanager
+def backfilling(library: Library, enabled: bool = True) -> Iterator[Backfill | None]:
+    """Run the backfill thread for the block (nothing for read-only or lexical-only packs)."""
+    writable = any(not rt.config.read_only and rt.embedder is not None for rt in library)
+    if not enabled or not writable:
+        yield None
+        return
+    worker = Backfill(library, library.settings.embedding.breaker_cooldown_s)
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
