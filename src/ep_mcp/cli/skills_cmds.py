@@ -63,6 +63,8 @@ def tap_cmd(source: str, allow_file: bool, config: Path | None, as_json: bool) -
     """Clone a skills repository (https URL, git@host:owner/repo, owner/repo) and index it."""
     with open_hub(config) as hub:
         report = hub.tap(source, allow_file=allow_file)
+    for warning in report.get("warnings", ()):
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         emit_json(report)
         return
