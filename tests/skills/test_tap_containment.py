@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from ep_mcp.cli import main
 from ep_mcp.config import TapSettings
 from ep_mcp.errors import NotFoundError
+from ep_mcp.skills.errors import TapError
 from ep_mcp.skills.git import Git, TapSource, parse_source, shown_url, strip_credentials
 from ep_mcp.skills.hub import SkillHub
 from ep_mcp.skills.taps import TapManager
@@ -186,3 +187,14 @@ def test_taps_json_hides_credentials_already_stored_in_an_old_clone(
     assert result.exit_code == 0
     assert json.loads(result.stdout)[0]["url"] == "https://example.com/acme/skills"
     assert CANARY not in result.output
+
+
+def test_git_error_messages_never_carry_credentials(
+    fake_bin: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    script = f"echo \"fatal: unable to access '{LEAKY_URL}/': denied\" >&2\nexit 128\n"
+    git = Git({"PATH": str(fake_bin("git", script))})
+    with pytest.raises(TapError) as info:
+        git.run(["fetch", "origin"], cwd=tmp_path)
+    assert "https://example.com/acme/skills/" in str(info.value)
+    assert CANARY not in str(info.value)

@@ -32,6 +32,7 @@ _SCP = re.compile(
 )
 _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)")
 _SAFE_PART = re.compile(r"[^A-Za-z0-9._-]+")
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")  # in git's messages
 _GIT_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "SSH_AUTH_SOCK", "TMPDIR", "SYSTEMROOT")
 
 
@@ -211,7 +212,7 @@ class Git:
                 f"git {args[0]} took longer than {timeout:.0f}s — try again later"
             ) from None
         if done.returncode != 0:
-            detail = (done.stderr or done.stdout).strip().splitlines()
+            detail = _USERINFO.sub(r"\1", (done.stderr or done.stdout)).strip().splitlines()
             raise TapError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}")
         return done.stdout
 
