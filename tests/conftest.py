@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,72 @@ def _isolated_home(
 ) -> None:
     """Per-user data (taps, read-only packs' indexes) goes to a temp folder in tests."""
     monkeypatch.setenv("EP_MCP_HOME", str(tmp_path_factory.mktemp("ep-home")))
+
+
+CANARY = "zebracanary"  # in every secret file below: no output may ever contain it
+
+
+@dataclass(frozen=True)
+class HostileCorpus:
+    """What `plant_hostile` put in a pack: paths to ask for, and the bytes never to serve."""
+
+    requests: tuple[str, ...]  # pack-relative paths an attacker would ask for
+    canaries: tuple[str, ...]  # one per secret; none may appear in any output
+    hard_link: str  # the hard link to an outside file (served: see docs/server.md)
+    alias: str  # an in-pack link to a good file (served)
+
+
+def _secret(path: Path, token: str) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:  # appends to a real .git/config
+        fh.write(f"\n# {CANARY} {token}\n[ep]\n\tsecret = {CANARY}-{token}\n")
+    return f"{CANARY}-{token}"
+
+
+def _plant_hostile(root: Path, outside: Path, good: str) -> HostileCorpus:
+    """Symlinks to `.git/config`, dot-files, dot-folders and outside (absolute and relative),
+    a symlinked folder, a FIFO, a link to /dev/zero, a hidden file, a hard link and an alias.
+    ``good`` names an existing pack file the alias points at."""
+    canaries = (
+        _secret(root / ".git" / "config", "gitconfig"),
+        _secret(root / ".secret.md", "dotfile"),
+        _secret(root / ".hidden" / "x.md", "dotfolder"),
+        _secret(outside / "secret.md", "outside"),
+    )
+    links = {
+        "git-config.md": ".git/config",
+        "sub/git.md": "../.git/config",
+        "dotfile.md": ".secret.md",
+        "dotfolder.md": ".hidden/x.md",
+        "outside-abs.md": str(outside / "secret.md"),
+        "outside-rel.md": os.path.relpath(outside / "secret.md", root),
+        "zero.md": "/dev/zero",
+    }
+    for rel, target in links.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).symlink_to(target)
+    (root / "linked-dir").symlink_to(outside, target_is_directory=True)
+    (root / "hidden-dir").symlink_to(".hidden", target_is_directory=True)
+    os.mkfifo(root / "fifo.md")
+    (outside / "hard.md").write_text("# Hard\n\nhardlinked operator file\n", encoding="utf-8")
+    os.link(outside / "hard.md", root / "hard.md")
+    (root / "alias.md").symlink_to(good)
+    requests = (
+        *links,
+        "linked-dir/secret.md",
+        "hidden-dir/x.md",
+        "fifo.md",
+        ".git/config",
+        ".secret.md",
+        ".hidden/x.md",
+        "sub/../.git/config",
+        os.path.relpath(outside / "secret.md", root),
+        str(outside / "secret.md"),
+    )
+    return HostileCorpus(requests, canaries, "hard.md", "alias.md")
+
+
+@pytest.fixture
+def plant_hostile() -> Callable[[Path, Path, str], HostileCorpus]:
+    """plant_hostile(pack_root, outside_folder, good_file) → HostileCorpus (see above)."""
+    return _plant_hostile

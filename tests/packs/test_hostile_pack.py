@@ -11,6 +11,7 @@ import pytest
 
 from ep_mcp.packs import files
 from ep_mcp.packs.loader import load_pack
+from ep_mcp.packs.safeopen import FileBytes
 
 from .conftest import Writer
 from .test_yamlsafe import BOMB
@@ -92,14 +93,14 @@ def test_an_unreadable_file_is_skipped_with_a_warning(
 ) -> None:
     root = write("ok.md", "# Ok\n")
     write("locked.md", "# Locked\n")
-    real_read = files._read_bytes
+    real_read = files.read_contained
 
-    def fake_read(path: Path, limit: int) -> bytes:
-        if path.name == "locked.md":
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_read(path, limit)
+    def fake_read(root: Path, rel: str, limit: int) -> FileBytes:
+        if rel == "locked.md":
+            raise PermissionError(13, "Permission denied", rel)
+        return real_read(root, rel, limit)
 
-    monkeypatch.setattr(files, "_read_bytes", fake_read)
+    monkeypatch.setattr(files, "read_contained", fake_read)
     pack = load_pack(root)
     assert [d.path for d in pack.documents] == ["ok.md"]
     assert [str(w) for w in pack.warnings] == [

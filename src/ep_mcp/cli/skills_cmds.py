@@ -61,6 +61,10 @@ def _reindex_line(report: Mapping[str, Any]) -> str:
 @fail_cleanly
 def tap_cmd(source: str, allow_file: bool, config: Path | None, as_json: bool) -> None:
     """Clone a skills repository (https URL, git@host:owner/repo, owner/repo) and index it."""
+    from ep_mcp.skills.git import CREDENTIALS_DROPPED, strip_credentials
+
+    if strip_credentials(source)[1]:
+        click.echo(f"warning: {CREDENTIALS_DROPPED}", err=True)
     with open_hub(config) as hub:
         report = hub.tap(source, allow_file=allow_file)
     if as_json:

@@ -5,11 +5,17 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp.packs.models import PackWarning
+from ep_mcp.packs.safeopen import (
+    ContainmentError,
+    FileTooLargeError,
+    contained_path,
+    is_hidden,
+    read_contained,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +78,9 @@ def _outside(path: Path, root: Path) -> bool:
 def walk_files(root: Path, warnings: Warnings) -> list[str]:
     """Pack-relative POSIX paths of all visible files under ``root`` (already resolved), sorted.
 
-    Skips hidden and tool directories, symlinked directories, and names that are not valid
-    UTF-8 (they would break SQLite later), warning where a user would want to know.
+    Skips hidden files and folders, tool folders, symlinked folders, symlinked files whose
+    target breaks the containment rule (``safeopen``), and names that are not valid UTF-8
+    (they would break SQLite later), warning where a user would want to know.
     """
     found: list[str] = []
 
@@ -88,7 +95,7 @@ def walk_files(root: Path, warnings: Warnings) -> list[str]:
         kept = []
         for name in sorted(dirnames):
             rel = (rel_dir / name).as_posix()
-            if name.startswith(".") or name in SKIP_DIRS:
+            if is_hidden(name) or name in SKIP_DIRS:
                 continue
             if not _valid_utf8(name):
                 warnings.add(
@@ -103,63 +110,50 @@ def walk_files(root: Path, warnings: Warnings) -> list[str]:
                 kept.append(name)
         dirnames[:] = kept
         for name in sorted(filenames):
-            if name.startswith("."):
+            if is_hidden(name):
                 continue
             rel = (rel_dir / name).as_posix()
-            if _valid_utf8(name):
-                found.append(rel)
-            elif is_markdown(name):
-                warnings.add(
-                    printable_name(rel), "file name is not valid UTF-8 — skipped; rename it"
-                )
+            if not _valid_utf8(name):
+                if is_markdown(name):
+                    warnings.add(
+                        printable_name(rel), "file name is not valid UTF-8 — skipped; rename it"
+                    )
+                continue
+            if (base / name).is_symlink():
+                try:
+                    contained_path(root, rel)  # a link is kept only if its target obeys the rule
+                except ContainmentError as exc:
+                    warnings.add(rel, _refused(exc))
+                    continue
+            found.append(rel)
     return sorted(found)
 
 
-def _read_bytes(path: Path, limit: int) -> bytes:
-    # O_NONBLOCK: a file swapped for a FIFO after the stat check must not hang the loader.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise OSError(0, "not a regular file")
-        return handle.read(limit + 1)
-
-
-def _stat_regular(path: Path, rel: str, root: Path, warnings: Warnings) -> os.stat_result | None:
-    if path.is_symlink():
-        if _outside(path, root):
-            warnings.add(rel, "symlink points outside the pack (or is broken) — ignored")
-            return None
-        path = path.resolve()
-    st = path.stat()
-    if not stat.S_ISREG(st.st_mode):
-        warnings.add(rel, "not a regular file — skipped")
-        return None
-    return st
-
-
 def read_text_file(root: Path, rel: str, max_bytes: int, warnings: Warnings) -> SourceFile | None:
-    """Read and decode one pack file, or warn once (naming the reason) and return None."""
-    path = root / rel
+    """Read and decode one pack file under the containment rule (see ``safeopen``), or warn
+    once (naming the reason) and return None."""
     try:
-        st = _stat_regular(path, rel, root, warnings)
-        if st is None:
-            return None
-        if st.st_size > max_bytes:
-            warnings.add(rel, _too_big(st.st_size, max_bytes))
-            return None
-        raw = _read_bytes(path, max_bytes)
+        got = read_contained(root, rel, max_bytes)
+    except FileTooLargeError as exc:
+        warnings.add(rel, _too_big(exc.size, exc.limit))
+        return None
+    except ContainmentError as exc:
+        warnings.add(rel, _refused(exc))
+        return None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         warnings.add(rel, f"cannot read file: {reason} — skipped; check permissions")
         return None
-    if len(raw) > max_bytes:
-        warnings.add(rel, _too_big(len(raw), max_bytes))
-        return None
+    raw = got.data
     text = _decode(raw, rel, warnings)
     if text is None:
         return None
     digest = hashlib.sha256(raw).hexdigest()
-    return SourceFile(rel, text, digest, st.st_mtime_ns, len(raw))
+    return SourceFile(rel, text, digest, got.mtime_ns, len(raw))
+
+
+def _refused(exc: ContainmentError) -> str:
+    return f"{exc.reason} — skipped"
 
 
 def _too_big(size: int, limit: int) -> str:

@@ -24,6 +24,7 @@ from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, QueryError
 from ep_mcp.index.embed.breaker import ProviderUnavailableError
 from ep_mcp.index.store import Store, StoredChunk
+from ep_mcp.packs.safeopen import read_live_prefix
 from ep_mcp.retrieval import threshold as th
 from ep_mcp.retrieval.boosts import BoostSettings, apply_boosts, apply_filters
 from ep_mcp.retrieval.candidates import Candidate
@@ -570,9 +571,10 @@ def _hit(
             byte_range=sc.chunk.byte_range,
         )
         extra.update(prov.to_dict())
-        extra["stale"] = span_changed(
-            _live_bytes(view, sc.file.path), sc.chunk.byte_range, sc.chunk.span_hash
-        )
+        live, why = read_live_prefix(view.root, sc.file.path, sc.chunk.byte_range[1])
+        extra["stale"] = span_changed(live, sc.chunk.byte_range, sc.chunk.span_hash)
+        if why is not None:
+            extra["stale_note"] = f"live file unavailable: {why}"
     verified = info.get("verified_at")
     return Hit(
         id=sc.file.doc_id or sc.file.path,
@@ -591,16 +593,6 @@ def _hit(
         requires_expanded=c.origin == "requires",
         extra=extra,
     )
-
-
-def _live_bytes(view: PackView, path: str) -> bytes | None:
-    """The one file read of the pipeline: the live file, for reconstruct's stale flag."""
-    if view.root is None:
-        return None
-    try:
-        return (view.root / path).read_bytes()
-    except OSError:
-        return None
 
 
 def rank_paths(hits: Sequence[Hit]) -> list[str]:

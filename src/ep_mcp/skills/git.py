@@ -2,8 +2,11 @@
 
 Every git call is an argument list (never a shell), puts ``--`` before the URL, runs with
 ``GIT_TERMINAL_PROMPT=0`` and a protocol allow-list (https and ssh always; ``file`` only when the
-user passed the explicit flag; ``ext`` never), and is bounded in time. Sources are checked before
-git ever runs, so ``ext::sh -c …``, ``--upload-pack=…`` or ``-oProxyCommand=…`` never reach it.
+user passed the explicit flag; ``ext`` never), with ``core.symlinks=false`` (a symlink in a tap
+lands as a plain file holding the link text), and is bounded in time. Sources are checked before
+git ever runs, so ``ext::sh -c …``, ``--upload-pack=…`` or ``-oProxyCommand=…`` never reach it;
+credentials in a URL (``https://user:token@…``) are dropped before git sees it, so they are
+never written to the clone's config nor shown.
 """
 
 from __future__ import annotations
@@ -29,16 +32,53 @@ _SCP = re.compile(
 )
 _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)")
 _SAFE_PART = re.compile(r"[^A-Za-z0-9._-]+")
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")  # in git's messages
 _GIT_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "SSH_AUTH_SOCK", "TMPDIR", "SYSTEMROOT")
+
+
+CREDENTIALS_DROPPED = (
+    "the tap URL carried credentials — they were dropped and are never stored or shown; "
+    "give git the credentials with a credential helper (`git config --global "
+    "credential.helper store`, or your platform's helper) or use an ssh URL"
+)
 
 
 @dataclass(frozen=True)
 class TapSource:
     """A checked tap source: what git is given, and the tap's folder name."""
 
-    url: str  # https://…, ssh://…, user@host:path, or file:///abs/path
+    url: str  # https://…, ssh://…, user@host:path, or file:///abs/path — never credentials
     name: str  # <owner>__<repo>
     kind: str  # https | ssh | file
+    dropped_credentials: bool = False  # the source carried user:password@ (now removed)
+
+
+def strip_credentials(url: str) -> tuple[str, bool]:
+    """``url`` without credentials, and whether it had any.
+
+    https (and any scheme but ssh): the whole ``user[:password]@`` goes (a bare user name is
+    often a token). ssh: only ``:password`` goes; the login name (``git@``) is not a secret.
+    """
+    match = _URL.fullmatch(url.strip())
+    if not match:
+        return url, False
+    scheme, rest = match["scheme"], match["rest"]
+    cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=-1)
+    authority, tail = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
+    userinfo, at, host = authority.rpartition("@")
+    if not at:
+        return url, False
+    if scheme.lower() == "ssh":
+        user, colon, _ = userinfo.partition(":")
+        if not colon:
+            return url, False
+        return f"{scheme}://{user}@{host}{tail}", True
+    return f"{scheme}://{host}{tail}", True
+
+
+def shown_url(url: str) -> str:
+    """A tap URL safe to print or return: credentials removed (also from old clones)."""
+    return strip_credentials(url)[0]
 
 
 def _name_from(path: str) -> str:
@@ -54,6 +94,7 @@ def _name_from(path: str) -> str:
 
 
 def _refuse(source: str, why: str) -> TapError:
+    source = shown_url(source)
     shown = source if len(source) <= 80 else source[:77] + "…"
     return TapError(
         f"refusing tap source {shown!r}: {why} — use https://host/owner/repo, "
@@ -80,10 +121,12 @@ def parse_source(source: str, *, allow_file: bool = False, cwd: Path | None = No
             return _file_source(Path(rest), source, allow_file)
         if scheme not in ("https", "ssh"):
             raise _refuse(source, f"the {scheme}:// scheme is not allowed")
+        clean, dropped = strip_credentials(text)
+        rest = clean[len(match["scheme"]) + 3 :]
         host, _, path = rest.partition("/")
         if not host or host.startswith("-") or any(c.isspace() for c in rest) or not path:
             raise _refuse(source, "it is not a valid repository URL")
-        return TapSource(text, _name_from(path), scheme)
+        return TapSource(clean, _name_from(path), scheme, dropped)
     scp = _SCP.fullmatch(text)
     if scp and not scp["host"].startswith("-"):
         return TapSource(text, _name_from(scp["path"]), "ssh")
@@ -139,6 +182,7 @@ class Git:
             "-c", f"protocol.file.allow={file_allow}",
             "-c", "protocol.ext.allow=never",
             "-c", "core.hooksPath=" + os.devnull,
+            "-c", "core.symlinks=false",  # a link in a tap lands as a small plain text file
         ]  # fmt: skip
 
     def run(
@@ -168,7 +212,7 @@ class Git:
                 f"git {args[0]} took longer than {timeout:.0f}s — try again later"
             ) from None
         if done.returncode != 0:
-            detail = (done.stderr or done.stdout).strip().splitlines()
+            detail = _USERINFO.sub(r"\1", (done.stderr or done.stdout)).strip().splitlines()
             raise TapError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}")
         return done.stdout
 
@@ -181,6 +225,8 @@ class Git:
                 "1",
                 "--quiet",
                 "--no-recurse-submodules",
+                "--config",
+                "core.symlinks=false",  # kept in the clone's config for later checkouts
                 "--",
                 source.url,
                 str(dest),

@@ -22,7 +22,7 @@ from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.store import StoredChunk
 from ep_mcp.skills.catalog import NameIndex, SkillEntry, entries_from_pack, frontmatter_scores
 from ep_mcp.skills.errors import SkillNotFoundError, TapError
-from ep_mcp.skills.git import Git
+from ep_mcp.skills.git import CREDENTIALS_DROPPED, Git, parse_source
 from ep_mcp.skills.github import discover_github
 from ep_mcp.skills.llm import Candidate, LlmClient, LlmReranker, choose_client
 from ep_mcp.skills.ranking import ChunkRef, SkillCandidate, apply_order, collapse_mirrors
@@ -127,9 +127,13 @@ class SkillHub:
     def tap(
         self, source: str, *, allow_file: bool = False, cwd: Path | None = None
     ) -> dict[str, Any]:
+        dropped = parse_source(source, allow_file=allow_file, cwd=cwd).dropped_credentials
         tap = self.taps.add(source, allow_file=allow_file, cwd=cwd)
         report = self.reindex(only=[tap.name])
-        return {"tap": tap.name, "path": str(tap.path), "url": tap.url, **report}
+        out = {"tap": tap.name, "path": str(tap.path), "url": tap.url, **report}
+        if dropped:
+            out["warnings"] = [CREDENTIALS_DROPPED]
+        return out
 
     def untap(self, name: str) -> dict[str, Any]:
         with self._lock:
@@ -299,7 +303,13 @@ class SkillHub:
     def read(self, name: str, *, offset: int = 0) -> dict[str, Any]:
         entry = self.resolve(name)
         tap = self.taps.find(entry.tap)
-        return read_bounded(entry, tap.path, self.settings.skills.read_max_chars, offset)
+        return read_bounded(
+            entry,
+            tap.path,
+            self.settings.skills.read_max_chars,
+            offset,
+            max_bytes=self.settings.index.max_file_bytes,
+        )
 
     def discover(self, query: str, limit: int = 20) -> dict[str, Any]:
         results = discover_github(

@@ -7,11 +7,13 @@ from typing import Any
 
 from ep_mcp.errors import NotFoundError
 from ep_mcp.index.store import StoredChunk
+from ep_mcp.packs.safeopen import ContainmentError, read_contained
 from ep_mcp.skills.catalog import SkillEntry
 from ep_mcp.skills.ranking import SkillCandidate
 from ep_mcp.skills.tapindex import is_card
 
 SNIPPET_CHARS = 300
+SKILL_MAX_BYTES = 2_000_000  # the default index.max_file_bytes: larger files were never indexed
 
 
 def render_entry(entry: SkillEntry, *, score: float | None = None) -> dict[str, Any]:
@@ -54,14 +56,30 @@ def render_candidate(
 
 
 def read_bounded(
-    entry: SkillEntry, tap_root: Path, max_chars: int, offset: int = 0
+    entry: SkillEntry,
+    tap_root: Path,
+    max_chars: int,
+    offset: int = 0,
+    *,
+    max_bytes: int = SKILL_MAX_BYTES,
 ) -> dict[str, Any]:
-    """SKILL.md's text from ``offset``, cut at a line boundary under ``max_chars``, announced."""
-    root = tap_root.resolve()
-    path = (root / entry.skill_file).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        raise NotFoundError(f"{entry.id}: SKILL.md is missing on disk — run `ep-mcp update`")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    """SKILL.md's text from ``offset``, cut at a line boundary under ``max_chars``, announced.
+
+    Read under the containment rule (``packs.safeopen``): a regular file inside the tap, outside
+    ``.git`` and every hidden folder, reached by no link that leads out or into them.
+    """
+    try:
+        raw = read_contained(tap_root, entry.skill_file, max_bytes).data
+    except ContainmentError as exc:
+        raise NotFoundError(
+            f"{entry.id}: SKILL.md cannot be served ({exc.reason}) — run `ep-mcp update`, "
+            "or fix the file in the tap"
+        ) from None
+    except OSError:
+        raise NotFoundError(
+            f"{entry.id}: SKILL.md is missing on disk — run `ep-mcp update`"
+        ) from None
+    text = raw.decode("utf-8", errors="replace")
     total = len(text)
     offset = max(0, min(int(offset), total))
     part = text[offset : offset + max_chars]

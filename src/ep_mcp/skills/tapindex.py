@@ -72,7 +72,10 @@ def path_fingerprint(root: Path) -> str:
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "node_modules")
         for name in sorted(files):
             if name.lower().endswith((".md", ".markdown", ".yaml", ".yml")):
-                st = os.stat(os.path.join(current, name))
+                try:
+                    st = os.stat(os.path.join(current, name))
+                except OSError:  # a broken link: the reader skips it too
+                    continue
                 rel = os.path.relpath(os.path.join(current, name), root)
                 digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "replace"))
     return "fp-" + digest.hexdigest()[:16]

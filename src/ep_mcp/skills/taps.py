@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ep_mcp.config import TapSettings
 from ep_mcp.skills.errors import TapError
-from ep_mcp.skills.git import Git, TapSource, parse_source
+from ep_mcp.skills.git import CREDENTIALS_DROPPED, Git, TapSource, parse_source, shown_url
 from ep_mcp.skills.tapindex import Tap, path_fingerprint
 
 logger = logging.getLogger(__name__)
@@ -64,9 +64,13 @@ class TapManager:
                     logger.warning("skills.taps: %s is not a folder — skipped", t.url)
                 continue
             try:
-                out.append((parse_source(t.url), t))
+                parsed = parse_source(t.url)
             except TapError as exc:
                 logger.warning("skills.taps: %s", exc)
+                continue
+            if parsed.dropped_credentials:
+                logger.warning("skills.taps: %s: %s", parsed.url, CREDENTIALS_DROPPED)
+            out.append((parsed, t))
         return out
 
     def all(self) -> list[Tap]:
@@ -88,7 +92,7 @@ class TapManager:
     def describe(self, tap: Tap) -> dict[str, object]:
         info: dict[str, object] = {"tap": tap.name, "path": str(tap.path), "cloned": tap.cloned}
         try:
-            info["url"] = self.git.origin(tap.path) if tap.cloned else tap.url
+            info["url"] = shown_url(self.git.origin(tap.path) if tap.cloned else tap.url)
             info["commit"] = self.key(tap)
         except TapError as exc:
             info["error"] = str(exc)
@@ -99,6 +103,8 @@ class TapManager:
     def add(self, source: str, *, allow_file: bool = False, cwd: Path | None = None) -> Tap:
         """Clone a new tap. Refused sources never reach git; failures leave nothing behind."""
         parsed = parse_source(source, allow_file=allow_file, cwd=cwd)
+        if parsed.dropped_credentials:
+            logger.warning("%s: %s", parsed.url, CREDENTIALS_DROPPED)
         return self._clone(parsed)
 
     def _clone(self, parsed: TapSource, name: str | None = None) -> Tap:
