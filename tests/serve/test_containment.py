@@ -54,9 +54,9 @@ def vault(tmp_path: Path, plant_hostile: Callable[..., Any]) -> tuple[Path, Any]
 
 @pytest.fixture
 def ctx(vault: tuple[Path, Any], tmp_path: Path) -> Iterator[Any]:
-    from ep_mcp.cli.serve_cmds import build_serve_context
+    from ep_mcp.serve.app import open_context
 
-    serve, _ = build_serve_context(_settings(vault[0], tmp_path / "home"), {})
+    serve, _ = open_context(_settings(vault[0], tmp_path / "home"), {})
     yield serve
     serve.library.close()
 
