@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class EpMcpError(Exception):
     """Base class for every error ep-mcp raises on purpose."""
@@ -21,6 +23,15 @@ class NotFoundError(EpMcpError):
 
 class IndexBuildError(EpMcpError):
     """An index could not be built or opened."""
+
+
+class IndexDamagedError(IndexBuildError):
+    """An index file is damaged: corrupt, truncated, empty, or not an ep-mcp index at all."""
+
+    def __init__(self, message: str, *, path: Path | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.reason = reason
 
 
 class EmbeddingError(EpMcpError):

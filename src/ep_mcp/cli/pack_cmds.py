@@ -23,7 +23,7 @@ from ep_mcp.cli.app import (
     resolve_settings,
 )
 from ep_mcp.config import Settings
-from ep_mcp.errors import PackError
+from ep_mcp.errors import IndexDamagedError, PackError
 
 if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no change skips it
     from ep_mcp.retrieval.types import SearchResult
@@ -81,7 +81,12 @@ def index_cmd(pack: Path, provider: str | None, index_dir: Path | None, as_json:
         return
     lib, rt = _open_one(pack, provider, index_dir, build=False)
     try:
-        built = rt.index(reload=False)
+        try:
+            built = rt.index(reload=False)
+        except IndexDamagedError:  # met while updating: reopening rebuilds it, once
+            lib.close()
+            lib, rt = _open_one(pack, provider, index_dir, build=False)
+            built = rt.index(reload=False)
         warnings = [str(w) for w in rt.pack.warnings]
         wanted = settings.embedding.provider != "none"
         if built.vector_engine != "none" or not wanted:  # a lexical fallback retries next time
@@ -150,19 +155,18 @@ def search_cmd(
     """Search PACK for QUERY (the index is brought up to date first)."""
     from ep_mcp.retrieval.types import SearchRequest
 
+    tag_list = tuple(t.strip() for t in (tags or "").split(",") if t.strip())
+    request = SearchRequest(
+        query=query, k=n, type=type_, tags=tag_list, reconstruct=reconstruct, explain=explain
+    )
     lib, rt = _open_one(pack, provider, index_dir)
     try:
-        tag_list = tuple(t.strip() for t in (tags or "").split(",") if t.strip())
-        result = rt.search(
-            SearchRequest(
-                query=query,
-                k=n,
-                type=type_,
-                tags=tag_list,
-                reconstruct=reconstruct,
-                explain=explain,
-            )
-        )
+        try:
+            result = rt.search(request)
+        except IndexDamagedError:  # met mid-query: reopening rebuilds it, once
+            lib.close()
+            lib, rt = _open_one(pack, provider, index_dir)
+            result = rt.search(request)
         if as_json:
             emit_json(result.to_dict())
         else:
