@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,3 +115,46 @@ def _plant_hostile(root: Path, outside: Path, good: str) -> HostileCorpus:
 def plant_hostile() -> Callable[[Path, Path, str], HostileCorpus]:
     """plant_hostile(pack_root, outside_folder, good_file) → HostileCorpus (see above)."""
     return _plant_hostile
+
+
+def _zero_pages(path: Path, first: int, count: int, page: int = 4096) -> None:
+    with path.open("r+b") as f:
+        f.seek(first * page)
+        f.write(b"\0" * page * count)
+
+
+def _foreign(path: Path) -> None:
+    import apsw
+
+    path.unlink()
+    conn = apsw.Connection(str(path))
+    conn.execute(
+        "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes VALUES(1, 'x')"
+    )
+    conn.close()
+
+
+def _fts_shadow(path: Path) -> None:
+    import apsw
+
+    conn = apsw.Connection(str(path))
+    conn.execute("DELETE FROM chunks_fts_data WHERE id > 10")
+    conn.close()
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "zeroed header": lambda p: _zero_pages(p, 0, 1),
+    "zeroed middle pages": lambda p: _zero_pages(p, p.stat().st_size // 4096 // 3, 4),
+    "truncated to half": lambda p: os.truncate(p, p.stat().st_size // 2),
+    "random bytes": lambda p: p.write_bytes(random.Random(7).randbytes(p.stat().st_size)),
+    "empty file": lambda p: p.write_bytes(b""),
+    "foreign sqlite database": _foreign,
+    "fts shadow table": _fts_shadow,
+}
+
+
+@pytest.fixture(params=sorted(DAMAGE))
+def damage(request: pytest.FixtureRequest) -> tuple[str, Callable[[Path], None]]:
+    """(name, damage(index_path)): one way an index file gets damaged, for each test run."""
+    name = str(request.param)
+    return name, DAMAGE[name]

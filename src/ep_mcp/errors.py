@@ -6,6 +6,7 @@ them into a response in one place (`status`), and the CLI prints the message and
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 
@@ -33,6 +34,15 @@ class NotFoundError(EpMcpError):
 
 class IndexBuildError(EpMcpError):
     """An index could not be built or opened."""
+
+
+class IndexDamagedError(IndexBuildError):
+    """An index file is damaged: corrupt, truncated, empty, or not an ep-mcp index at all."""
+
+    def __init__(self, message: str, *, path: Path | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.reason = reason
 
 
 class EmbeddingError(EpMcpError):

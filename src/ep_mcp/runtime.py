@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import NotFoundError
+from ep_mcp.errors import IndexDamagedError, NotFoundError
+from ep_mcp.index import integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.breaker import guard, interactive, is_bounded
@@ -51,14 +52,53 @@ class PackRuntime:
     reranker: Reranker | None = field(init=False, default=None)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
     _profiles: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    _recovered: BuildReport | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.pack = self._load()
         self.view = pack_view(self.pack)
         self.reranker = make_reranker(self.settings.reranker)
         path = index_path(self.pack.root, self.pack.slug, self.config.index_dir, self.home)
-        self.store = Store(
-            path, read_only=self.config.read_only, vector_engine=self.settings.index.vector_engine
+        self.store = self._open_store(path)
+
+    def _open_store(self, path: Path) -> Store:
+        """Open the pack's index; a damaged one is rebuilt beside it and swapped in (SPEC §2).
+
+        An index served read-only cannot be rebuilt here: that is an error naming the file.
+        """
+        engine_name = self.settings.index.vector_engine
+        try:
+            return Store(path, read_only=self.config.read_only, vector_engine=engine_name)
+        except IndexDamagedError as exc:
+            if self.config.read_only:
+                raise IndexDamagedError(
+                    f"pack '{self.slug}': index at {path} is damaged ({exc.reason}) and is "
+                    "served read-only, so it cannot be rebuilt here — rebuild it where it is "
+                    "built (`ep-mcp index PACK`) or restore a good copy",
+                    path=path,
+                    reason=exc.reason,
+                ) from exc
+            self._recovered = recovery.rebuild(path, exc.reason, self._build_fresh)
+        return Store(path, read_only=False, vector_engine=engine_name)
+
+    def _build_fresh(self, path: Path) -> BuildReport:
+        """Build the whole index of the current pack into a new file at `path`, and close it."""
+        store = Store(path, vector_engine=self.settings.index.vector_engine)
+        try:
+            return self._update(self.pack, None, store)
+        finally:
+            store.close()
+
+    def _damaged(self, exc: Exception) -> IndexDamagedError:
+        """Damage met after opening: remember it (the next open rebuilds) and say so."""
+        reason = integrity.describe(exc)
+        integrity.mark_damaged(self.store.path, reason)
+        logger.error("pack %s: index at %s is damaged (%s)", self.slug, self.store.path, reason)
+        return IndexDamagedError(
+            f"pack '{self.slug}': index at {self.store.path} is damaged ({reason}) — it is "
+            "rebuilt the next time it is opened: run `ep-mcp index PACK` or restart the server",
+            path=self.store.path,
+            reason=reason,
         )
 
     @property
@@ -82,7 +122,13 @@ class PackRuntime:
                     f"pack '{self.slug}' is served read-only — build its index elsewhere"
                 )
             pack = self._load() if reload else self.pack
-            report = self._update(pack, show_progress)
+            try:
+                report = self._update(pack, show_progress)
+            except integrity.DAMAGE_ERRORS as exc:
+                raise self._damaged(exc) from exc
+            recovered, self._recovered = self._recovered, None
+            if recovered is not None and not (report.changed or report.removed):
+                report = recovered  # the rebuild on opening did this run's work
             self._swap(pack)
             return report
 
@@ -122,12 +168,14 @@ class PackRuntime:
             vector = interactive(self.embedder).embed_documents([text])[0]
         return vector
 
-    def _update(self, pack: Pack, show_progress: bool | None) -> BuildReport:
+    def _update(
+        self, pack: Pack, show_progress: bool | None, store: Store | None = None
+    ) -> BuildReport:
         """Build with the embedder. If the provider fails, the build still commits lexically,
         keeps every stored vector and marks the rest pending (the next build embeds them)."""
         return build_index(
             pack,
-            self.store,
+            store or self.store,
             self.embedder,
             token_counter(),
             max_tokens=self.settings.index.max_tokens,
@@ -152,18 +200,21 @@ class PackRuntime:
         embedder = query_embedder or self.embedder
         embed = embedder.embed_query if embedder is not None else None
         deadline = self.settings.retrieval.query_deadline_ms if is_bounded(embedder) else None
-        return engine.search(
-            self.store,
-            self.slug,
-            request,
-            self.settings.retrieval,
-            embed,
-            view=self.view,
-            embed_profile=self._profile_vector if self.embedder is not None else None,
-            reranker=self.reranker,
-            rerank_pool=self.settings.reranker.pool,
-            deadline_ms=deadline,
-        )
+        try:
+            return engine.search(
+                self.store,
+                self.slug,
+                request,
+                self.settings.retrieval,
+                embed,
+                view=self.view,
+                embed_profile=self._profile_vector if self.embedder is not None else None,
+                reranker=self.reranker,
+                rerank_pool=self.settings.reranker.pool,
+                deadline_ms=deadline,
+            )
+        except integrity.DAMAGE_ERRORS as exc:
+            raise self._damaged(exc) from exc
 
     def read_raw(self, path: str) -> str:
         """A file the pack owns, byte for byte as text (frontmatter included).
@@ -264,13 +315,44 @@ def open_library(
     settings = with_eval_today(settings, env)
     emb: Embedder | None = make_embedder(settings, env) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
+    lost: list[IndexDamagedError] = []
     for cfg in settings.packs:
-        rt = PackRuntime(cfg, settings, emb, home)
+        try:
+            rt = _open_pack(cfg, settings, emb, home, build, show_progress)
+        except IndexDamagedError as exc:  # several packs: serve the others without this one
+            if len(settings.packs) == 1:
+                raise
+            logger.error("%s — serving the other packs without it", exc)
+            lost.append(exc)
+            continue
         if rt.slug in runtimes:
             raise NotFoundError(
                 f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
             )
-        if build and not cfg.read_only:
-            rt.index(show_progress=show_progress)
         runtimes[rt.slug] = rt
+    if not runtimes and lost:
+        raise lost[0]
     return Library(settings, runtimes, emb)
+
+
+def _open_pack(
+    cfg: PackSettings,
+    settings: Settings,
+    embedder: Embedder | None,
+    home: Path,
+    build: bool,
+    show_progress: bool | None,
+) -> PackRuntime:
+    """Open one pack and update its index; damage met while updating is rebuilt once."""
+    for attempt in (1, 2):
+        rt = PackRuntime(cfg, settings, embedder, home)
+        if not build or cfg.read_only:
+            return rt
+        try:
+            rt.index(show_progress=show_progress)
+            return rt
+        except IndexDamagedError:
+            rt.close()
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")

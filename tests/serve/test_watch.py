@@ -47,8 +47,10 @@ def test_edits_additions_and_deletions_are_served_after_reload(
         (beta / "compost.md").unlink()
         # the index commits before the new Pack is swapped in: wait for both
         assert wait_for(
-            lambda: "compost.md" not in files_for(rt, "compost greens browns")
-            and rt.pack.document("compost.md") is None
+            lambda: (
+                "compost.md" not in files_for(rt, "compost greens browns")
+                and rt.pack.document("compost.md") is None
+            )
         )
         assert watcher.reloads >= 1
     finally:

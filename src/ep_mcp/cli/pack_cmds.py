@@ -24,7 +24,7 @@ from ep_mcp.cli.app import (
     resolve_settings,
 )
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import PackError
+from ep_mcp.errors import IndexDamagedError, PackError
 
 if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no change skips it
     from ep_mcp.retrieval.types import SearchResult
@@ -104,7 +104,12 @@ def index_cmd(
         return
     lib, rt = _open_one(pack, provider, index_dir, build=False, config=config)
     try:
-        built = rt.index(reload=False)
+        try:
+            built = rt.index(reload=False)
+        except IndexDamagedError:  # met while updating: reopening rebuilds it, once
+            lib.close()
+            lib, rt = _open_one(pack, provider, index_dir, build=False, config=config)
+            built = rt.index(reload=False)
         warnings = [str(w) for w in rt.pack.warnings]
         wanted = settings.embedding.provider != "none"
         complete = (built.vector_engine != "none" or not wanted) and not built.pending
@@ -185,19 +190,18 @@ def search_cmd(
     """Search PACK for QUERY (the index is brought up to date first)."""
     from ep_mcp.retrieval.types import SearchRequest
 
+    tag_list = tuple(t.strip() for t in (tags or "").split(",") if t.strip())
+    request = SearchRequest(
+        query=query, k=n, type=type_, tags=tag_list, reconstruct=reconstruct, explain=explain
+    )
     lib, rt = _open_one(pack, provider, index_dir, config=config)
     try:
-        tag_list = tuple(t.strip() for t in (tags or "").split(",") if t.strip())
-        result = rt.search(
-            SearchRequest(
-                query=query,
-                k=n,
-                type=type_,
-                tags=tag_list,
-                reconstruct=reconstruct,
-                explain=explain,
-            )
-        )
+        try:
+            result = rt.search(request)
+        except IndexDamagedError:  # met mid-query: reopening rebuilds it, once
+            lib.close()
+            lib, rt = _open_one(pack, provider, index_dir, config=config)
+            result = rt.search(request)
         if as_json:
             emit_json(result.to_dict())
         else:

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import apsw
+
+from ep_mcp.errors import EpMcpError
 from ep_mcp.index.locate import existing_index
 from ep_mcp.index.store import FORMAT_VERSION, Store
 
@@ -108,6 +111,9 @@ def quick_state(
         return None
     try:
         raw = store.get_meta(META_KEY)
+    except (EpMcpError, apsw.Error) as exc:  # damage met past the open checks
+        logger.debug("fast path skipped: %s", exc)
+        return None
     finally:
         store.close()
     if not raw:  # none recorded, or forgotten

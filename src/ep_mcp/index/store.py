@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from ep_mcp.errors import IndexBuildError
+from ep_mcp.index import integrity
 
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: a no-change run never needs it
     import numpy as np
@@ -152,6 +153,13 @@ class Store:
     def __init__(self, path: Path, *, read_only: bool = False, vector_engine: str = "auto"):
         self.path = path
         self.read_only = read_only
+        existed = path.exists()
+        if existed:
+            reason = integrity.check_file(path)
+            if reason is not None:
+                raise integrity.damaged(path, reason)
+        elif not read_only:
+            integrity.clear_mark(path)  # a marker outliving its index
         try:
             if read_only:
                 flags = apsw.SQLITE_OPEN_READONLY
@@ -171,10 +179,18 @@ class Store:
         self._readers: list[Any] = []
         self._matrix: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
         try:
+            if existed:
+                self._refuse_newer()  # another version's index is not damage: never rebuild it
+                reason = integrity.check_database(self._conn, path.stat().st_size)
+                if reason is not None:
+                    raise integrity.damaged(path, reason)
             if not read_only:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._migrate()
             self._conn.execute("PRAGMA foreign_keys=ON")
+        except integrity.DAMAGE_ERRORS as exc:
+            self._conn.close()
+            raise integrity.damaged(path, integrity.describe(exc)) from exc
         except BaseException:
             self._conn.close()
             raise
@@ -209,12 +225,16 @@ class Store:
                 self._readers.append(conn)
         return conn
 
-    def _migrate(self) -> None:
-        version = self._conn.execute("PRAGMA user_version").fetchall()[0][0]
+    def _refuse_newer(self) -> int:
+        version = int(self._conn.execute("PRAGMA user_version").fetchall()[0][0])
         if version > len(_MIGRATIONS):
             raise IndexBuildError(
                 f"index {self.path} was written by a newer ep-mcp — delete it to rebuild"
             )
+        return version
+
+    def _migrate(self) -> None:
+        version = self._refuse_newer()
         for number, script in enumerate(_MIGRATIONS[version:], start=version + 1):
             with self._conn:
                 self._conn.execute(script)
