@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ep_mcp.errors import QueryError
+from ep_mcp.packs.fragments import TOP, split_fragment_id
 from ep_mcp.reading import MAX_PATH_CHARS, list_topics, read_document, traverse
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.tools.registry import ToolContext, ToolSpec, register
@@ -108,7 +109,11 @@ READ_INPUT = _schema(
             "description": "Pack-relative file path, e.g. concepts/x.md "
             "(navigation files such as _index.md are readable too).",
         },
-        "id": {**_PATH, "description": "Frontmatter id of the atom, e.g. pack/concepts/x."},
+        "id": {
+            **_PATH,
+            "description": "Frontmatter id of the atom, e.g. pack/concepts/x, or a "
+            "`fragment_id` from ep_search (opens that section).",
+        },
         "section": {
             "type": "string",
             "minLength": 1,
@@ -244,14 +249,21 @@ def search_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
 def read_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     if ("path" in args) == ("id" in args):
         raise QueryError("ep_read: pass exactly one of `path` or `id`")
-    if args.get("neighbors") and "section" not in args:
+    path, doc_id, section = args.get("path"), args.get("id"), args.get("section")
+    fragment = split_fragment_id(doc_id or path or "") if section is None else None
+    if fragment is not None:  # a fragment id from ep_search: its file, at its section
+        ref, anchor, digest = fragment
+        path, doc_id = None, ref  # an id or a path: `id` resolves both
+        if anchor != TOP:
+            section = f"{anchor}:{digest}" if digest else anchor
+    if args.get("neighbors") and section is None:
         raise QueryError("ep_read: `neighbors` needs `section` — name the section to centre on")
     rt = _runtime(ctx, args)
     out = read_document(
         rt.pack,
-        path=args.get("path"),
-        doc_id=args.get("id"),
-        section=args.get("section"),
+        path=path,
+        doc_id=doc_id,
+        section=section,
         neighbors=bool(args.get("neighbors", False)),
         reconstruct=bool(args.get("reconstruct", False)),
     )
