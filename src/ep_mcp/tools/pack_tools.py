@@ -14,6 +14,7 @@ from ep_mcp.packs.fragments import TOP, split_fragment_id
 from ep_mcp.reading import MAX_PATH_CHARS, list_topics, read_document, traverse
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.tools.registry import ToolContext, ToolSpec, register
+from ep_mcp.tools.schema import input_object, output_object
 
 MAX_QUERY_CHARS = 2000
 
@@ -30,16 +31,8 @@ _TAGS = {"type": "array", "items": {"type": "string", "maxLength": 200}, "maxIte
 
 
 def _schema(properties: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {**properties, "pack": PACK_PROPERTY},
-        "required": list(required),
-        "additionalProperties": False,
-    }
-
-
-def _loose_object(properties: Mapping[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
-    return {"type": "object", "properties": dict(properties), "required": list(required)}
+    """A pack tool's arguments: ``properties`` plus the optional ``pack``."""
+    return input_object({**properties, "pack": PACK_PROPERTY}, required)
 
 
 SEARCH_INPUT = _schema(
@@ -73,7 +66,7 @@ SEARCH_INPUT = _schema(
     ("query",),
 )
 
-_HIT = _loose_object(
+_HIT = output_object(
     {
         "id": {"type": "string"},
         "source_file": {"type": "string"},
@@ -91,7 +84,7 @@ _HIT = _loose_object(
     ("id", "source_file", "text", "score"),
 )
 
-SEARCH_OUTPUT = _loose_object(
+SEARCH_OUTPUT = output_object(
     {
         "query": {"type": "string"},
         "pack": {"type": "string"},
@@ -134,12 +127,12 @@ READ_INPUT = _schema(
     }
 )
 
-_SPAN = _loose_object(
+_SPAN = output_object(
     {"text": {"type": "string"}, "line_range": {"type": "array", "items": {"type": "integer"}}},
     ("text", "line_range"),
 )
 
-READ_OUTPUT = _loose_object(
+READ_OUTPUT = output_object(
     {
         "pack": {"type": "string"},
         "path": {"type": "string"},
@@ -165,13 +158,13 @@ TOPICS_INPUT = _schema(
     }
 )
 
-TOPICS_OUTPUT = _loose_object(
+TOPICS_OUTPUT = output_object(
     {
         "pack": {"type": "string"},
         "files": {"type": "integer"},
         "topics": {
             "type": "array",
-            "items": _loose_object(
+            "items": output_object(
                 {
                     "type": {"type": "string"},
                     "count": {"type": "integer"},
@@ -203,7 +196,7 @@ GRAPH_INPUT = _schema(
     }
 )
 
-GRAPH_OUTPUT = _loose_object(
+GRAPH_OUTPUT = output_object(
     {
         "pack": {"type": "string"},
         "start": {"type": "string"},
@@ -211,7 +204,7 @@ GRAPH_OUTPUT = _loose_object(
         "nodes": {"type": "array", "items": {"type": "object"}},
         "edges": {
             "type": "array",
-            "items": _loose_object(
+            "items": output_object(
                 {
                     "source": {"type": "string"},
                     "target": {"type": "string"},
