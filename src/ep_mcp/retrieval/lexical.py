@@ -5,7 +5,7 @@ from __future__ import annotations
 from ep_mcp.text import STOPWORDS, query_words
 
 MAX_TERMS = 32
-MAX_QUERY_CHARS = 2000
+MAX_QUERY_CHARS = 2000  # longer queries are cut here; the tools' schemas refuse them
 
 
 def query_terms(query: str, *, keep_stopwords: bool = False) -> list[str]:

@@ -12,11 +12,10 @@ from typing import Any
 from ep_mcp.errors import QueryError
 from ep_mcp.packs.fragments import TOP, split_fragment_id
 from ep_mcp.reading import MAX_PATH_CHARS, list_topics, read_document, traverse
+from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.tools.registry import ToolContext, ToolSpec, register
 from ep_mcp.tools.schema import input_object, output_object
-
-MAX_QUERY_CHARS = 2000
 
 PACK_PROPERTY: dict[str, Any] = {
     "type": "string",

@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ep_mcp.errors import NotFoundError
+from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
 from ep_mcp.tools.registry import ToolContext, ToolSpec, register
 from ep_mcp.tools.schema import input_object, output_object
-
-MAX_QUERY_CHARS = 2000
 
 _NAME = {
     "type": "string",
