@@ -64,7 +64,7 @@ def serve_settings(
     return settings, zero
 
 
-def open_hub(settings: Settings, env: Mapping[str, str]) -> Any | None:
+def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> Any | None:
     """The skills hub when taps are configured or present; None otherwise (or on failure)."""
     home = settings.home
     taps_dir = home / "taps" if home else None
@@ -116,7 +116,7 @@ def build_serve_context(
     log_path = settings.server.query_log_path
     serve = ServeContext(
         library=library,
-        hub=open_hub(settings, env),
+        hub=hub_if_tapped(settings, env),
         query_log=QueryLog(log_path) if log_path else None,
         keyed=ring.keyed,
         inline=cheap_queries(library.embedder),
