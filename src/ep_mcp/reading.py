@@ -15,12 +15,12 @@ from typing import Any
 
 from ep_mcp.errors import NotFoundError, QueryError
 from ep_mcp.index.chunker import Heading, find_headings
+from ep_mcp.packs.fragments import anchors, fragment_id, holds_span
 from ep_mcp.packs.models import Document, Pack
 from ep_mcp.packs.references import resolve_reference
 
 MAX_PATH_CHARS = 1024
 _SEPARATORS = re.compile(r"\s*(?:>|\u203a|\u00bb)\s*")  # >, single and double angle quotes
-_SLUG = re.compile(r"[^a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,9 @@ def find_section(doc: Document, wanted: str) -> tuple[int, list[Section]]:
         path = [_norm(t) for t in s.heading_path]
         if path[-len(parts) :] == parts and len(path) >= len(parts):
             return i, all_sections
+    by_anchor = _find_anchor(doc, all_sections, wanted)
+    if by_anchor is not None:
+        return by_anchor, all_sections
     available = ", ".join(repr(" > ".join(s.heading_path)) for s in all_sections[:30])
     raise NotFoundError(
         f"no section {_short(wanted)!r} in {doc.path} — sections: {available or 'none'}"
@@ -109,8 +112,18 @@ def _neighbors(all_sections: Sequence[Section], index: int) -> list[Section]:
     return [siblings[j] for j in (at - 1, at + 1) if 0 <= j < len(siblings)]
 
 
-def _slugify(text: str) -> str:
-    return _SLUG.sub("-", text.lower()).strip("-") or "top"
+def _find_anchor(doc: Document, all_sections: Sequence[Section], wanted: str) -> int | None:
+    """The section a fragment anchor names (``v20-api`` or ``v20-api:<sha12>``); among
+    duplicate headings, the one holding the span the digest was taken from."""
+    name, _, digest = wanted.strip().partition(":")
+    found = [i for i, s in enumerate(all_sections) if name in anchors(s.heading_path[-1])]
+    if len(found) > 1 and digest:
+        lines = doc.text.splitlines(keepends=True)
+        for i in found:
+            first, last = all_sections[i].line_range
+            if holds_span(lines[first - 1 : last], digest):
+                return i
+    return found[0] if found else None
 
 
 def _span(doc: Document, line_range: tuple[int, int], reconstruct: bool) -> dict[str, Any]:
@@ -171,8 +184,8 @@ def read_document(
                 for s in _neighbors(all_sections, index)
             ]
     if reconstruct:
-        anchor = _slugify(out["section"][-1]) if out["section"] else "top"
-        out["fragment_id"] = f"{doc.id or doc.path}#{anchor}:{out['span_hash'][7:19]}"
+        title = out["section"][-1] if out["section"] else None
+        out["fragment_id"] = fragment_id(doc.id or doc.path, title, out["span_hash"][7:])
     return out
 
 

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from ep_mcp.errors import NotFoundError
-from ep_mcp.eval.beir import load_beir, materialise, ndcg_at, percentile, recall_at
+from ep_mcp.eval.beir import load_beir, materialise
+from ep_mcp.eval.metrics import ndcg_at, percentile, recall_at
 
 
 def test_ndcg_is_one_for_the_ideal_ranking_and_discounts_later_hits() -> None:

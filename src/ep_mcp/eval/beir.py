@@ -9,15 +9,15 @@ query latency p50/p95 and the index build time.
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp.errors import NotFoundError
+from ep_mcp.eval.metrics import ndcg_at, recall_at
 
 Qrels = dict[str, dict[str, int]]  # query id → {doc id: relevance}
 
@@ -99,26 +99,6 @@ def materialise(data: BeirSet, folder: Path) -> dict[str, str]:
         if not target.exists() or target.read_text(encoding="utf-8") != body:
             target.write_text(body, encoding="utf-8")
     return mapping
-
-
-def ndcg_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
-    dcg = sum((2 ** relevant.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(relevant.values(), reverse=True)[:k]
-    idcg = sum((2**r - 1) / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg > 0 else 0.0
-
-
-def recall_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 100) -> float:
-    wanted = {d for d, r in relevant.items() if r > 0}
-    return len(wanted & set(ranked[:k])) / len(wanted) if wanted else 0.0
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    pos = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[pos]
 
 
 def evaluate_run(

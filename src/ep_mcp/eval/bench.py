@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from ep_mcp.config import Settings
-from ep_mcp.eval.beir import BeirReport, evaluate_run, load_beir, materialise, percentile
+from ep_mcp.eval.beir import BeirReport, evaluate_run, load_beir, materialise
+from ep_mcp.eval.metrics import percentile
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.store import ChunkRecord, FileRecord, FileWrite, Store

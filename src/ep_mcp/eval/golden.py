@@ -7,13 +7,13 @@ the skill, so a supporting file of the expected skill counts as a hit.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ep_mcp.errors import ConfigError, NotFoundError
+from ep_mcp.eval.metrics import first_rank, hit_rate, mean_reciprocal_rank
 
 CUTOFFS = (1, 3, 5)
 MUST_NOT_DEPTH = 5
@@ -165,7 +165,7 @@ def judge(query: GoldenQuery, paths: Sequence[str], unit_of: Callable[[str], str
     """Score one answer (files in hit order) against its labels."""
     ranked = tuple(dict.fromkeys(unit_of(p) for p in paths))
     wanted = {unit_of(p) for p in query.expected}
-    rank = next((i for i, u in enumerate(ranked, start=1) if u in wanted), None)
+    rank = first_rank(ranked, wanted)
     banned = {unit_of(p) for p in query.must_not}
     hits = tuple(u for u in ranked[:MUST_NOT_DEPTH] if u in banned)
     return QueryOutcome(query, ranked, rank, hits, len(paths))
@@ -175,17 +175,11 @@ def metrics(outcomes: Iterable[QueryOutcome]) -> Metrics:
     items = list(outcomes)
     positive = [o for o in items if not o.query.negative]
     negative = [o for o in items if o.query.negative]
-    recall = {
-        k: statistics.fmean([o.rank is not None and o.rank <= k for o in positive])
-        if positive
-        else 0.0
-        for k in CUTOFFS
-    }
-    mrr = statistics.fmean([1 / o.rank if o.rank else 0.0 for o in positive]) if positive else 0.0
+    ranks = [o.rank for o in positive]
     return Metrics(
         queries=len(items),
-        recall=recall,
-        mrr=mrr,
+        recall={k: hit_rate(ranks, k) for k in CUTOFFS},
+        mrr=mean_reciprocal_rank(ranks),
         must_not_violations=sum(1 for o in items if o.must_not_hits),
         negatives=len(negative),
         negatives_empty=sum(1 for o in negative if o.returned == 0),

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ep_mcp.retrieval.candidates import Candidate, by_score
 from ep_mcp.retrieval.fusion import normalise
 from ep_mcp.retrieval.threshold import term_coverage
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+from ep_mcp.text import words
 
 
 @dataclass(frozen=True)
@@ -25,10 +23,10 @@ class FallbackWeights:
 def lexical_signals(terms: Sequence[str], text: str, path: str) -> tuple[float, float, float]:
     """(coverage, density, path match) of ``terms`` over a chunk; each in [0, 1]."""
     coverage = term_coverage(terms, text)
-    words = _WORD.findall(text.lower())
+    found = words(text)
     wanted = set(terms)
-    hits = sum(1 for w in words if w in wanted)
-    density = min(hits / max(len(words), 1) * 20, 1.0)
+    hits = sum(1 for w in found if w in wanted)
+    density = min(hits / max(len(found), 1) * 20, 1.0)
     low = path.lower()
     in_path = sum(1 for t in terms if t in low) / len(terms) if terms else 0.0
     return coverage, density, in_path

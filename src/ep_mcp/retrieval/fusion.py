@@ -1,14 +1,19 @@
-"""Fusing ranked lists: reciprocal rank fusion and weighted normalised scores."""
+"""Fusing ranked lists: reciprocal rank fusion and weighted normalised scores.
+
+Items are any hashable keys: chunk ids for a pack's legs, skill ids for the hub's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
+K = TypeVar("K", bound=Hashable)
 Ranked = Sequence[tuple[int, float]]  # (item id, score), best first
 
 
-def _first_seen(lists: Mapping[str, Ranked]) -> dict[int, int]:
-    order: dict[int, int] = {}
+def _first_seen(lists: Mapping[str, Sequence[tuple[K, float]]]) -> dict[K, int]:
+    order: dict[K, int] = {}
     for ranked in lists.values():
         for item, _ in ranked:
             order.setdefault(item, len(order))
@@ -16,10 +21,13 @@ def _first_seen(lists: Mapping[str, Ranked]) -> dict[int, int]:
 
 
 def fuse_rrf(
-    lists: Mapping[str, Ranked], k: int = 60, weights: Mapping[str, float] | None = None
-) -> list[tuple[int, float]]:
-    """Σ w / (k + rank) over the lists an item appears in; ties keep first-seen order."""
-    scores: dict[int, float] = {}
+    lists: Mapping[str, Sequence[tuple[K, float]]],
+    k: int = 60,
+    weights: Mapping[str, float] | None = None,
+) -> list[tuple[K, float]]:
+    """Σ w / (k + rank) over the lists an item appears in (rank 1 = best); ties keep
+    first-seen order (lists in mapping order)."""
+    scores: dict[K, float] = {}
     for name, ranked in lists.items():
         w = 1.0 if weights is None else weights.get(name, 1.0)
         for rank, (item, _) in enumerate(ranked, start=1):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
+
+from ep_mcp.packs.fragments import anchor, fragment_id
 
 EXCERPT_CHARS = 240
 
@@ -31,13 +31,14 @@ class Provenance:
         }
 
 
+def _section_title(section: str | None, heading_path: tuple[str, ...]) -> str | None:
+    """The sidecar section, else the last heading, else None (text before any heading)."""
+    return section or (heading_path[-1] if heading_path else None)
+
+
 def section_slug(section: str | None, heading_path: tuple[str, ...]) -> str:
     """GitHub-style slug of the section (sidecar id, else the last heading), else ``top``."""
-    name = section or (heading_path[-1] if heading_path else "")
-    text = unicodedata.normalize("NFKD", name).lower()
-    slug = re.sub(r"[^\w\s-]", "", text)
-    slug = re.sub(r"[\s_]+", "-", slug).strip("-")
-    return slug or "top"
+    return anchor(_section_title(section, heading_path))
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -62,7 +63,7 @@ def provenance(
     """``<id or path>#<section-slug>:<sha12>`` and the span facts."""
     digest = span_hash or hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Provenance(
-        fragment_id=f"{ident}#{section_slug(section, heading_path)}:{digest[:12]}",
+        fragment_id=fragment_id(ident, _section_title(section, heading_path), digest),
         line_range=line_range,
         byte_offset=byte_range,
         original_markdown=text,

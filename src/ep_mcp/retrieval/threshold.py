@@ -9,14 +9,12 @@ the golden sets with a held-out pack check (docs/bench/retrieval.md).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from ep_mcp.retrieval.candidates import Candidate
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+from ep_mcp.text import stem, words
 
 
 @dataclass(frozen=True)
@@ -43,26 +41,18 @@ class ThresholdSettings:
     score_ratio: float = 0.0  # keep score >= ratio x best (0 = keep all)
 
 
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ies", "es", "ed", "ly", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 @lru_cache(maxsize=4096)
 def _stems(text: str) -> frozenset[str]:
     """The crude stems of a text's words (memoised: the same chunks recur across queries)."""
-    return frozenset(_stem(w) for w in set(_WORD.findall(text.lower())))
+    return frozenset(stem(w) for w in set(words(text)))
 
 
 def term_coverage(terms: Sequence[str], text: str) -> float:
     """Share of ``terms`` (lower case) that occur in ``text``, matched on crude stems."""
     if not terms:
         return 0.0
-    words = _stems(text)
-    found = sum(1 for t in terms if _stem(t) in words)
+    stems = _stems(text)
+    found = sum(1 for t in terms if stem(t) in stems)
     return found / len(terms)
 
 

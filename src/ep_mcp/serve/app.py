@@ -44,7 +44,7 @@ def example_pack() -> Path:
     return Path(str(files("ep_mcp") / "example_pack"))
 
 
-def open_hub(settings: Settings, env: Mapping[str, str]) -> SkillHub | None:
+def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None:
     """The skills hub when taps are configured or present; None otherwise (or on failure)."""
     home = settings.home
     taps_dir = home / "taps" if home else None
@@ -101,7 +101,7 @@ def open_context(
     log_path = settings.server.query_log_path
     serve = ServeContext(
         library=library,
-        hub=open_hub(settings, env),
+        hub=hub_if_tapped(settings, env),
         query_log=QueryLog(log_path) if log_path else None,
         keyed=ring.keyed,
         inline=cheap_queries(library.embedder),

@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 import httpx2
 
 from ep_mcp.errors import EpMcpError
+from ep_mcp.eval.metrics import percentile
 
 QUERIES = (
     "how do I install it",
@@ -49,13 +50,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 class _Connection:
@@ -160,9 +154,9 @@ async def _phase(
         "requests": len(latencies),
         "errors": errors,
         "rps": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(_percentile(latencies, 50), 1),
-        "p95_ms": round(_percentile(latencies, 95), 1),
-        "p99_ms": round(_percentile(latencies, 99), 1),
+        "p50_ms": round(percentile(latencies, 50), 1),
+        "p95_ms": round(percentile(latencies, 95), 1),
+        "p99_ms": round(percentile(latencies, 99), 1),
         "max_ms": round(max(latencies, default=0.0), 1),
         "first_error": reasons[0] if reasons else None,
     }

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config import Settings
+from ep_mcp.eval.golden import GoldenQuery, load_golden
+from ep_mcp.eval.metrics import first_rank, hit_rate, mean_reciprocal_rank
 from ep_mcp.index.embed.base import Embedder
-from ep_mcp.packs.yamlsafe import load_yaml_file
 from ep_mcp.skills.git import Git
 from ep_mcp.skills.hub import SkillHub
 
@@ -30,14 +31,6 @@ GOLDEN_TAPS = {
 MODES = {"lexical": ("lexical",), "dense": ("vector",), "hybrid": ("lexical", "vector")}
 
 
-@dataclasses.dataclass(frozen=True)
-class GoldenQuery:
-    id: str
-    query: str
-    category: str
-    expected: tuple[str, ...]  # skill ids, tap:dir
-
-
 def make_repo(src: Path, dest: Path, env: Mapping[str, str]) -> Path:
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", ".ep-mcp"))
     Git(env).init_commit(dest, "snapshot")
@@ -45,18 +38,19 @@ def make_repo(src: Path, dest: Path, env: Mapping[str, str]) -> Path:
 
 
 def golden_queries(golden_dir: Path) -> list[GoldenQuery]:
+    """The golden queries of both repositories, expected files turned into skill ids (tap:dir);
+    ``must_not`` is not scored by the hub bench."""
     out = []
     for pack, (owner, repo) in GOLDEN_TAPS.items():
-        doc = load_yaml_file(golden_dir / f"{pack}.yaml")
-        for q in doc["queries"]:
-            exp = tuple(f"{owner}__{repo}:{p.rsplit('/', 1)[0]}" for p in q.get("expected") or [])
-            out.append(GoldenQuery(q["id"], q["query"], q["category"], exp))
+        for q in load_golden(golden_dir / f"{pack}.yaml").queries:
+            exp = tuple(f"{owner}__{repo}:{p.rsplit('/', 1)[0]}" for p in q.expected)
+            out.append(dataclasses.replace(q, expected=exp, must_not=()))
     return out
 
 
 def score(hub: SkillHub, queries: Sequence[GoldenQuery], *, smart: bool = False) -> dict[str, Any]:
     """hit@1, hit@5 and MRR per category (any expected skill counts), and negatives answered."""
-    per: dict[str, list[tuple[int, int, float]]] = defaultdict(list)
+    per: dict[str, list[int | None]] = defaultdict(list)
     negatives: list[int] = []
     rankers: dict[str, int] = defaultdict(int)
     misses: list[dict[str, Any]] = []
@@ -66,29 +60,28 @@ def score(hub: SkillHub, queries: Sequence[GoldenQuery], *, smart: bool = False)
         took.append(reply["took_ms"])
         rankers[reply["ranker"]] += 1
         ids = [r["id"] for r in reply["results"]]
-        if not q.expected:
+        if q.negative:
             negatives.append(int(bool(ids)))
             continue
-        rank = next((i for i, sid in enumerate(ids, 1) if sid in q.expected), 0)
-        per[q.category].append((int(rank == 1), int(0 < rank <= 5), 1.0 / rank if rank else 0.0))
+        rank = first_rank(ids, q.expected)
+        per[q.category].append(rank)
         if rank != 1:
             misses.append(
                 {
                     "id": q.id,
                     "query": q.query,
                     "expected": q.expected[0],
-                    "rank": rank or None,
+                    "rank": rank,
                     "top": ids[:3],
                 }
             )
 
-    def agg(rows: Sequence[tuple[int, int, float]]) -> dict[str, float]:
-        n = len(rows) or 1
+    def agg(ranks: Sequence[int | None]) -> dict[str, float]:
         return {
-            "n": len(rows),
-            "hit@1": round(sum(r[0] for r in rows) / n, 3),
-            "hit@5": round(sum(r[1] for r in rows) / n, 3),
-            "mrr": round(sum(r[2] for r in rows) / n, 3),
+            "n": len(ranks),
+            "hit@1": round(hit_rate(ranks, 1), 3),
+            "hit@5": round(hit_rate(ranks, 5), 3),
+            "mrr": round(mean_reciprocal_rank(ranks), 3),
         }
 
     name_shaped = [r for c in ("keyword",) for r in per[c]]

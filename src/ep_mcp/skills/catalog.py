@@ -21,10 +21,10 @@ from pathlib import Path
 
 from ep_mcp.index.chunker import find_headings
 from ep_mcp.packs.models import Document, Pack
+from ep_mcp.text import ascii_words
 
 CARD_SUFFIX = "#card"
 CARD_TYPE = "skill-card"
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -150,10 +150,6 @@ def load_entries(path: Path) -> list[SkillEntry] | None:
         return None
 
 
-def _tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
 @dataclass(frozen=True)
 class EntryTerms:
     """An entry's name and description as terms, computed once (the scorer runs per query)."""
@@ -166,8 +162,8 @@ class EntryTerms:
 
     @classmethod
     def of(cls, entry: SkillEntry) -> EntryTerms:
-        name = " ".join(_tokens(entry.name))
-        desc = " ".join(_tokens(entry.description))
+        name = " ".join(ascii_words(entry.name))
+        desc = " ".join(ascii_words(entry.description))
         return cls(entry, name, frozenset(name.split()), desc, frozenset(desc.split()))
 
 
@@ -193,7 +189,7 @@ class NameIndex:
         self._long = [t for t in self._names if len(t) >= 4]
 
     def scores(self, query: str) -> list[tuple[SkillEntry, float]]:
-        q = " ".join(_tokens(query))
+        q = " ".join(ascii_words(query))
         terms = [t for t in dict.fromkeys(q.split()) if len(t) > 1]
         score: dict[int, float] = {}
         for t in terms:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ep_mcp.retrieval.fusion import fuse_rrf
+
 
 @dataclass(frozen=True)
 class ChunkRef:
@@ -58,22 +60,23 @@ def fuse_skills(
     The snippet is the best chunk of the first leg (in ``legs`` order) whose chunk passes
     ``snippet_from`` (e.g. "is a real section, not the card"), else of the first leg at all.
     """
-    scores: dict[str, float] = {}
+    per_leg = {leg: best_per_skill(hits) for leg, hits in legs.items()}
+    fused = fuse_rrf(
+        {leg: [(h.skill_id, h.score) for h in rows] for leg, rows in per_leg.items()},
+        k=k,
+        weights=weights,
+    )
     chunks: dict[str, ChunkRef] = {}
     fallback: dict[str, ChunkRef] = {}
     ranks: dict[str, dict[str, int]] = {}
-    for leg, hits in legs.items():
-        w = 1.0 if weights is None else weights.get(leg, 1.0)
-        for rank, hit in enumerate(best_per_skill(hits), start=1):
-            scores[hit.skill_id] = scores.get(hit.skill_id, 0.0) + w / (k + rank)
+    for leg, rows in per_leg.items():
+        for rank, hit in enumerate(rows, start=1):
             fallback.setdefault(hit.skill_id, hit.chunk)
             ranks.setdefault(hit.skill_id, {})[leg] = rank
-        for hit in hits:
+        for hit in legs[leg]:
             if snippet_from(hit.chunk):
                 chunks.setdefault(hit.skill_id, hit.chunk)
-    order = {sid: i for i, sid in enumerate(scores)}
-    ranked = sorted(scores, key=lambda s: (-scores[s], order[s]))
-    return [SkillCandidate(s, scores[s], chunks.get(s, fallback[s]), ranks[s]) for s in ranked]
+    return [SkillCandidate(s, score, chunks.get(s, fallback[s]), ranks[s]) for s, score in fused]
 
 
 def collapse_mirrors(

@@ -10,11 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ep_mcp.errors import QueryError
+from ep_mcp.packs.fragments import TOP, split_fragment_id
 from ep_mcp.reading import MAX_PATH_CHARS, list_topics, read_document, traverse
+from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.tools.registry import ToolContext, ToolSpec, register
-
-MAX_QUERY_CHARS = 2000
+from ep_mcp.tools.schema import input_object, output_object
 
 PACK_PROPERTY: dict[str, Any] = {
     "type": "string",
@@ -29,16 +30,8 @@ _TAGS = {"type": "array", "items": {"type": "string", "maxLength": 200}, "maxIte
 
 
 def _schema(properties: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {**properties, "pack": PACK_PROPERTY},
-        "required": list(required),
-        "additionalProperties": False,
-    }
-
-
-def _loose_object(properties: Mapping[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
-    return {"type": "object", "properties": dict(properties), "required": list(required)}
+    """A pack tool's arguments: ``properties`` plus the optional ``pack``."""
+    return input_object({**properties, "pack": PACK_PROPERTY}, required)
 
 
 SEARCH_INPUT = _schema(
@@ -72,7 +65,7 @@ SEARCH_INPUT = _schema(
     ("query",),
 )
 
-_HIT = _loose_object(
+_HIT = output_object(
     {
         "id": {"type": "string"},
         "source_file": {"type": "string"},
@@ -90,7 +83,7 @@ _HIT = _loose_object(
     ("id", "source_file", "text", "score"),
 )
 
-SEARCH_OUTPUT = _loose_object(
+SEARCH_OUTPUT = output_object(
     {
         "query": {"type": "string"},
         "pack": {"type": "string"},
@@ -108,7 +101,11 @@ READ_INPUT = _schema(
             "description": "Pack-relative file path, e.g. concepts/x.md "
             "(navigation files such as _index.md are readable too).",
         },
-        "id": {**_PATH, "description": "Frontmatter id of the atom, e.g. pack/concepts/x."},
+        "id": {
+            **_PATH,
+            "description": "Frontmatter id of the atom, e.g. pack/concepts/x, or a "
+            "`fragment_id` from ep_search (opens that section).",
+        },
         "section": {
             "type": "string",
             "minLength": 1,
@@ -129,12 +126,12 @@ READ_INPUT = _schema(
     }
 )
 
-_SPAN = _loose_object(
+_SPAN = output_object(
     {"text": {"type": "string"}, "line_range": {"type": "array", "items": {"type": "integer"}}},
     ("text", "line_range"),
 )
 
-READ_OUTPUT = _loose_object(
+READ_OUTPUT = output_object(
     {
         "pack": {"type": "string"},
         "path": {"type": "string"},
@@ -160,13 +157,13 @@ TOPICS_INPUT = _schema(
     }
 )
 
-TOPICS_OUTPUT = _loose_object(
+TOPICS_OUTPUT = output_object(
     {
         "pack": {"type": "string"},
         "files": {"type": "integer"},
         "topics": {
             "type": "array",
-            "items": _loose_object(
+            "items": output_object(
                 {
                     "type": {"type": "string"},
                     "count": {"type": "integer"},
@@ -198,7 +195,7 @@ GRAPH_INPUT = _schema(
     }
 )
 
-GRAPH_OUTPUT = _loose_object(
+GRAPH_OUTPUT = output_object(
     {
         "pack": {"type": "string"},
         "start": {"type": "string"},
@@ -206,7 +203,7 @@ GRAPH_OUTPUT = _loose_object(
         "nodes": {"type": "array", "items": {"type": "object"}},
         "edges": {
             "type": "array",
-            "items": _loose_object(
+            "items": output_object(
                 {
                     "source": {"type": "string"},
                     "target": {"type": "string"},
@@ -244,14 +241,21 @@ def search_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
 def read_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     if ("path" in args) == ("id" in args):
         raise QueryError("ep_read: pass exactly one of `path` or `id`")
-    if args.get("neighbors") and "section" not in args:
+    path, doc_id, section = args.get("path"), args.get("id"), args.get("section")
+    fragment = split_fragment_id(doc_id or path or "") if section is None else None
+    if fragment is not None:  # a fragment id from ep_search: its file, at its section
+        ref, anchor, digest = fragment
+        path, doc_id = None, ref  # an id or a path: `id` resolves both
+        if anchor != TOP:
+            section = f"{anchor}:{digest}" if digest else anchor
+    if args.get("neighbors") and section is None:
         raise QueryError("ep_read: `neighbors` needs `section` — name the section to centre on")
     rt = _runtime(ctx, args)
     out = read_document(
         rt.pack,
-        path=args.get("path"),
-        doc_id=args.get("id"),
-        section=args.get("section"),
+        path=path,
+        doc_id=doc_id,
+        section=section,
         neighbors=bool(args.get("neighbors", False)),
         reconstruct=bool(args.get("reconstruct", False)),
     )

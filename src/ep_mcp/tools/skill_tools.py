@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ep_mcp.errors import NotFoundError
+from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
 from ep_mcp.tools.registry import ToolContext, ToolSpec, register
+from ep_mcp.tools.schema import input_object, output_object
 
-MAX_QUERY_CHARS = 2000
 _NAME = {
     "type": "string",
     "minLength": 1,
@@ -43,20 +44,7 @@ def _hub(ctx: ToolContext) -> Any:
     return ctx.hub
 
 
-def _object(properties: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": dict(properties),
-        "required": list(required),
-        "additionalProperties": False,
-    }
-
-
-def _loose(properties: Mapping[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
-    return {"type": "object", "properties": dict(properties), "required": list(required)}
-
-
-_SKILL_ROW = _loose(
+_SKILL_ROW = output_object(
     {
         "id": {"type": "string"},
         "tap": {"type": "string"},
@@ -100,7 +88,7 @@ register(
         name="skill_search",
         title="Find the best skill for a task",
         description=SEARCH_DESCRIPTION,
-        input_schema=_object(
+        input_schema=input_object(
             {
                 "query": {
                     "type": "string",
@@ -123,7 +111,7 @@ register(
             },
             ("query",),
         ),
-        output_schema=_loose(
+        output_schema=output_object(
             {
                 "query": {"type": "string"},
                 "ranker": {"type": "string"},
@@ -144,8 +132,8 @@ register(
         title="List tapped skills",
         description="List every skill of every tapped repository: id (tap:folder), tap, name, "
         "description and the path of its SKILL.md.",
-        input_schema=_object({}),
-        output_schema=_loose(
+        input_schema=input_object({}),
+        output_schema=output_object(
             {"count": {"type": "integer"}, "skills": {"type": "array", "items": _SKILL_ROW}},
             ("skills",),
         ),
@@ -159,7 +147,7 @@ register(
         name="skill_info",
         title="Describe one skill",
         description="A skill's tap, description, SKILL.md path, supporting files and headings.",
-        input_schema=_object({"name": _NAME}, ("name",)),
+        input_schema=input_object({"name": _NAME}, ("name",)),
         output_schema=_SKILL_ROW,
         handler=_info,
         group="skills",
@@ -172,7 +160,7 @@ register(
         title="Read a skill's SKILL.md",
         description="The text of a skill's SKILL.md, up to a size budget. When it is longer the "
         "reply says `truncated: true` and gives the `offset` to continue from.",
-        input_schema=_object(
+        input_schema=input_object(
             {
                 "name": _NAME,
                 "offset": {
@@ -184,7 +172,7 @@ register(
             },
             ("name",),
         ),
-        output_schema=_loose(
+        output_schema=output_object(
             {
                 **_SKILL_ROW["properties"],
                 "text": {"type": "string"},
@@ -205,14 +193,14 @@ register(
         description="Search GitHub for SKILL.md files matching a query (needs the `gh` CLI, logged "
         "in). Each result names the repository and the command that taps it. Without `gh` the "
         "error says how to get it.",
-        input_schema=_object(
+        input_schema=input_object(
             {
                 "query": {"type": "string", "maxLength": 300, "description": "Words to look for."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
             },
             ("query",),
         ),
-        output_schema=_loose(
+        output_schema=output_object(
             {
                 "query": {"type": "string"},
                 "results": {"type": "array", "items": {"type": "object"}},

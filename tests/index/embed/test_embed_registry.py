@@ -20,8 +20,8 @@ from ep_mcp.index.embed import (
     register,
 )
 from ep_mcp.index.embed.base import Matrix, providers
-from ep_mcp.index.embed.fake import stem
 from ep_mcp.index.embed.local import LocalEmbedder
+from ep_mcp.text import stem
 
 
 def test_hashing_is_deterministic_across_instances() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -16,22 +15,13 @@ import numpy as np
 
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.embed.base import EmbeddingSpec, Matrix
+from ep_mcp.text import identifier_words, stem
 
-_WORD = re.compile(r"\w+")
-_SUFFIXES = ("ing", "ies", "es", "ed", "ly", "s")
 _EMPTY = "\x00empty"  # the feature of a text with no words, so every row is still unit length
 
 
-def stem(word: str) -> str:
-    """Crude suffix stripping: ``indexes``/``indexed``/``indexing`` → ``index``."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-def words(text: str) -> list[str]:
-    return [stem(word) for word in _WORD.findall(text.lower())]
+def _features(text: str) -> list[str]:
+    return [stem(word) for word in identifier_words(text)]
 
 
 class HashingEmbedder:
@@ -54,7 +44,7 @@ class HashingEmbedder:
 
     def _vector(self, text: str) -> Matrix:
         vector = np.zeros(self._dimension, dtype=np.float64)
-        counts = Counter(words(text)) or Counter([_EMPTY])
+        counts = Counter(_features(text)) or Counter([_EMPTY])
         for word, count in counts.items():
             digest = hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest()
             value = int.from_bytes(digest, "little")

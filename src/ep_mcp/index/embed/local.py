@@ -339,8 +339,3 @@ class LocalEmbedder:
         }
         (hidden,) = session.run(["last_hidden_state"], feeds)
         return _pool(np.asarray(hidden, dtype=np.float32), mask)
-
-
-def local_factory(spec: EmbeddingSpec, env: dict[str, str]) -> LocalEmbedder:
-    del env  # the local model needs no keys
-    return LocalEmbedder(spec)
