@@ -265,10 +265,12 @@ def validate_cmd(pack: Path, as_json: bool) -> None:
 @main.command("doctor")
 @json_option
 def doctor_cmd(as_json: bool) -> None:
-    """Check the installation: versions, SQLite, sqlite-vec, the local model."""
+    """Check the installation: versions, SQLite, sqlite-vec, the local model, the data
+    directory (indexes, taps) and the outside tools (git, gh, an LLM)."""
+    from ep_mcp.config import default_home
     from ep_mcp.doctor import run_checks
 
-    checks = run_checks()
+    checks = run_checks(default_home(os.environ), os.environ)
     if as_json:
         emit_json([dataclasses.asdict(c) for c in checks])
         return
