@@ -98,6 +98,8 @@ class PackSettings:
 
 @dataclass(frozen=True)
 class ServerSettings:
+    # `ep-mcp serve --config FILE` speaks this (http unless stdio); `serve PACK...` stays stdio
+    transport: str = "http"
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "INFO"
@@ -244,6 +246,7 @@ def build_dataclass(cls: type[Any], data: Mapping[str, Any], path: str, base: Pa
 _VALID_CHOICES: dict[str, tuple[str, ...]] = {
     "retrieval.fusion": ("rrf", "weighted"),
     "server.log_level": ("DEBUG", "INFO", "WARNING", "ERROR"),
+    "server.transport": ("http", "stdio"),
 }
 
 
@@ -323,6 +326,10 @@ def validate(settings: Settings) -> None:
     ):
         if not seconds > 0:
             raise ConfigError(f"{key}: must be a number of seconds above 0 — got {seconds}")
+    if settings.server.transport not in _VALID_CHOICES["server.transport"]:
+        raise ConfigError(
+            f"server.transport: must be http or stdio — got {settings.server.transport!r}"
+        )
     if settings.server.log_level.upper() not in _VALID_CHOICES["server.log_level"]:
         raise ConfigError("server.log_level: must be one of DEBUG, INFO, WARNING, ERROR")
     if not 0 < settings.server.port < 65536:

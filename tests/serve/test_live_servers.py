@@ -95,7 +95,8 @@ def http_server(
     log = tmp_path / "server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [*CLI, "serve", "--config", str(config), "--transport", "http", "--port", str(port)],
+            # no --transport: `serve --config` speaks HTTP, as the reference's README has it
+            [*CLI, "serve", "--config", str(config), "--port", str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "EP_MCP_HOME": str(tmp_path / "home")},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +64,9 @@ def serve_settings(
 @click.option(
     "--transport",
     type=click.Choice(["stdio", "http"]),
-    default="stdio",
-    show_default=True,
-    help="stdio for desktop clients, http for Streamable HTTP.",
+    default=None,
+    help="stdio for desktop clients, http for Streamable HTTP. Default: stdio for PACK "
+    "folders (what desktop hosts launch), server.transport (http) with --config.",
 )
 @click.option("--host", help="HTTP bind address (default: server.host, 127.0.0.1).")
 @click.option("--port", type=int, help="HTTP port (default: server.port, 8000).")
@@ -88,7 +89,7 @@ def serve_settings(
 def serve_cmd(
     packs: tuple[str, ...],
     config: Path | None,
-    transport: str,
+    transport: str | None,
     host: str | None,
     port: int | None,
     watch: bool | None,
@@ -108,6 +109,13 @@ def serve_cmd(
     if settings.server.log_level.upper() == "DEBUG":
         logging.getLogger("ep_mcp").setLevel(logging.DEBUG)
     watching = settings.server.watch and not zero and workers == 1 if watch is None else watch
+    chosen = transport or ("stdio" if packs or config is None else settings.server.transport)
+    if chosen == "stdio" and sys.stdin.isatty():
+        click.echo(
+            "ep-mcp: speaking MCP over stdio, for a desktop host to launch — to serve HTTP, "
+            "add `--transport http`",
+            err=True,
+        )
     serve, ring = app.open_context(settings, os.environ)
 
     def announce(url: str) -> None:
@@ -122,7 +130,7 @@ def serve_cmd(
             serve,
             ring,
             settings,
-            "http" if transport == "http" else "stdio",
+            "http" if chosen == "http" else "stdio",
             watch=watching,
             workers=workers,
             on_ready=announce,
