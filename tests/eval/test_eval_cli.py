@@ -39,6 +39,34 @@ def test_eval_prints_metrics_per_pack_and_category(tmp_path: Path) -> None:
     assert "keyword" in table.output and "ALL" in table.output
 
 
+def test_eval_runs_the_chosen_split_and_says_which(tmp_path: Path) -> None:
+    pack = tmp_path / "packs" / "demo"
+    (pack / "eval").mkdir(parents=True)
+    (pack / "solar.md").write_text("# Solar\n\nSolar panels make direct current.\n")
+    (pack / "eval" / "benchmark.yaml").write_text(
+        "questions:\n  - {id: q9, category: refusal, question: 'best pizza dough'}\n"
+    )
+    golden = tmp_path / "golden.yaml"
+    golden.write_text(
+        "pack: demo\nrefusals: eval/benchmark.yaml\nqueries:\n"
+        "  - {id: d1, query: solar panels, category: keyword, expected: [solar.md], split: dev}\n"
+        "  - {id: t1, query: direct current, category: natural, expected: [solar.md], split: test}"
+        "\n"
+    )
+    base = ["eval", "--golden", str(golden), "--packs-root", str(tmp_path / "packs")]
+    base += ["--provider", "hashing", "--work", str(tmp_path / "work"), "--json"]
+    counts = {}
+    for split in ("dev", "test", "all"):
+        out = CliRunner().invoke(main, [*base, "--split", split])
+        assert out.exit_code == 0, out.output
+        (rep,) = json.loads(out.output)
+        assert rep["split"] == split
+        counts[split] = (rep["overall"]["queries"], rep["overall"]["negatives"])
+    assert counts == {"dev": (1, 0), "test": (2, 1), "all": (3, 1)}
+    default = json.loads(CliRunner().invoke(main, base).output)
+    assert default[0]["split"] == "dev"
+
+
 def test_bench_beir_reports_ndcg_recall_and_latency(tmp_path: Path) -> None:
     folder = write_beir(tmp_path / "tiny")
     out = CliRunner().invoke(

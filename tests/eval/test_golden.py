@@ -5,6 +5,7 @@ import pytest
 from ep_mcp.errors import ConfigError, NotFoundError
 from ep_mcp.eval.golden import (
     GoldenQuery,
+    GoldenSet,
     find_pack,
     judge,
     load_golden,
@@ -12,7 +13,10 @@ from ep_mcp.eval.golden import (
     parse_minimums,
     render_table,
     report,
+    select_split,
     shortfalls,
+    stratified_split,
+    with_refusals,
 )
 
 
@@ -102,3 +106,63 @@ def test_packs_are_found_under_any_root(tmp_path: Path) -> None:
     assert find_pack("demo", [tmp_path / "a", tmp_path / "b"]) == tmp_path / "b" / "demo"
     with pytest.raises(NotFoundError, match="--packs-root"):
         find_pack("missing", [tmp_path / "a"])
+
+
+def test_a_query_names_its_split_and_one_without_a_split_is_dev(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "pack: demo\nqueries:\n  - {id: d1, query: a, expected: [a.md], split: test}\n"
+        "  - {id: d2, query: b, expected: [b.md]}\n"
+    )
+    assert [q.split for q in load_golden(path).queries] == ["test", "dev"]
+    path.write_text("pack: demo\nqueries:\n  - {id: d1, query: a, split: holdout}\n")
+    with pytest.raises(ConfigError, match="split"):
+        load_golden(path)
+
+
+def test_selecting_a_split_keeps_its_queries_and_all_keeps_every_query() -> None:
+    gs = GoldenSet(
+        "p",
+        (
+            GoldenQuery("a", "q", "keyword", ("a.md",), split="dev"),
+            GoldenQuery("b", "q", "keyword", ("b.md",), split="test"),
+        ),
+    )
+    assert [q.id for q in select_split(gs, "test").queries] == ["b"]
+    assert select_split(gs, "dev").split == "dev"
+    assert len(select_split(gs, "all").queries) == 2
+    with pytest.raises(ConfigError, match="dev, test, all"):
+        select_split(gs, "train")
+
+
+def test_the_packs_own_refusals_join_as_test_only_negatives(tmp_path: Path) -> None:
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "benchmark.yaml").write_text(
+        "questions:\n"
+        "  - {id: q1, category: concept, question: 'What is a mesh?'}\n"
+        "  - {id: q2, category: refusal, question: 'Tell me about Premiere.'}\n"
+    )
+    gs = GoldenSet("p", (q(("a.md",)),), refusals="eval/benchmark.yaml")
+    joined = with_refusals(gs, tmp_path)
+    added = joined.queries[-1]
+    assert len(joined.queries) == 2
+    assert (added.query, added.category, added.split, added.negative) == (
+        "Tell me about Premiere.",
+        "refusal",
+        "test",
+        True,
+    )
+    assert with_refusals(GoldenSet("p", ()), tmp_path).queries == ()
+    with pytest.raises(NotFoundError, match="refusals"):
+        with_refusals(GoldenSet("p", (), refusals="eval/missing.yaml"), tmp_path)
+
+
+def test_the_split_rule_halves_every_category_and_does_not_depend_on_order() -> None:
+    queries = [GoldenQuery(f"k{i}", "q", "keyword", ("a.md",)) for i in range(7)] + [
+        GoldenQuery(f"n{i}", "q", "negative", ()) for i in range(4)
+    ]
+    rule = stratified_split(queries)
+    assert rule == stratified_split(list(reversed(queries)))
+    keyword = [rule[f"k{i}"] for i in range(7)]
+    negative = [rule[f"n{i}"] for i in range(4)]
+    assert keyword.count("test") == 4 and negative.count("test") == 2

@@ -1,8 +1,11 @@
 """Golden-set evaluation over the shared packs (SPEC §10). Run with ``pytest -m golden``.
 
-Thresholds come from ``EP_EVAL_MIN`` (default ``recall@5=0.9,mrr=0.7``; also
-``negatives_empty_rate``), "today" from ``EP_EVAL_TODAY``. Indexes are cached in pytest's cache
-folder (or ``EP_EVAL_WORK``) so a rerun only re-embeds what changed.
+Each set runs twice, once per split. The dev split keeps the project-wide floor (``EP_EVAL_MIN``,
+default ``recall@5=0.9,mrr=0.7``); the held-out test split has per-pack floors a little below
+what was measured (``TEST_MIN``; ``EP_EVAL_MIN_TEST`` overrides them for every pack), so the gate
+catches a regression on queries no constant was tuned on. "Today" comes from ``EP_EVAL_TODAY``.
+Indexes are cached in pytest's cache folder (or ``EP_EVAL_WORK``) so a rerun only re-embeds what
+changed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,15 @@ SHARED = Path(os.environ.get("EP_MCP_SHARED", HERE.parents[2] / "shared"))
 PACKS, SKILLS = SHARED / "packs", SHARED / "skills"
 SETS = sorted(HERE.glob("*.yaml"))
 DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
+# Test-split floors: measured on 2026-06-01 data (docs/BENCHMARKS.md) minus a small margin.
+# Lower them only with a measured reason; never raise them by tuning on the test split.
+TEST_MIN = {
+    "anthropics-skills": "recall@5=0.9,mrr=0.84,negatives_empty_rate=0.35",
+    "blender-3d": "recall@5=0.94,mrr=0.86,negatives_empty_rate=0.35",
+    "home-assistant": "recall@5=0.9,mrr=0.81,negatives_empty_rate=0.15",
+    "obra-superpowers": "recall@5=0.92,mrr=0.89,negatives_empty_rate=0.35",
+    "solar-diy": "recall@5=0.92,mrr=0.86,negatives_empty_rate=0.07",
+}
 
 
 @pytest.fixture(scope="session")
@@ -31,14 +43,20 @@ def work(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     return Path(cache.mkdir("ep-mcp-golden")) if cache else tmp_path_factory.mktemp("golden")
 
 
+def minimums(pack: str, split: str) -> dict[str, float]:
+    if split == "dev":
+        return parse_minimums(os.environ.get("EP_EVAL_MIN", DEFAULT_MIN))
+    return parse_minimums(os.environ.get("EP_EVAL_MIN_TEST", TEST_MIN.get(pack, DEFAULT_MIN)))
+
+
 @pytest.mark.golden
+@pytest.mark.parametrize("split", ["dev", "test"])
 @pytest.mark.parametrize("golden_file", SETS, ids=[p.stem for p in SETS])
-def test_golden_set_meets_the_minimums(golden_file: Path, work: Path) -> None:
+def test_golden_set_meets_the_minimums(golden_file: Path, split: str, work: Path) -> None:
     golden = load_golden(golden_file)
     roots = [root for root in (PACKS, SKILLS) if (root / golden.pack).is_dir()]
     if not roots:
         pytest.skip(f"pack {golden.pack} is not present under {PACKS} or {SKILLS}")
-    (report,) = evaluate_golden([golden], roots, Settings(), os.environ, work)
+    (report,) = evaluate_golden([golden], roots, Settings(), os.environ, work, split=split)
     print(render_table([report]))
-    minimums = parse_minimums(os.environ.get("EP_EVAL_MIN", DEFAULT_MIN))
-    assert not shortfalls(report, minimums)
+    assert not shortfalls(report, minimums(golden.pack, split))

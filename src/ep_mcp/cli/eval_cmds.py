@@ -49,6 +49,13 @@ def _settings(config: Path | None, provider: str | None) -> tuple[Settings, Path
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="Folder holding the packs named by `pack:` (repeatable).",
 )
+@click.option(
+    "--split",
+    type=click.Choice(["dev", "test", "all"]),
+    default="dev",
+    show_default=True,
+    help="Queries to run: dev (tune on these), test (held out: report, never tune) or all.",
+)
 @click.option("-k", "k", type=click.IntRange(1, 50), default=10, show_default=True)
 @config_option
 @provider_option
@@ -58,19 +65,25 @@ def _settings(config: Path | None, provider: str | None) -> tuple[Settings, Path
 def eval_cmd(
     golden: Path,
     roots: tuple[Path, ...],
+    split: str,
     k: int,
     config: Path | None,
     provider: str | None,
     work: Path | None,
     as_json: bool,
 ) -> None:
-    """Run golden sets: recall@1/3/5, MRR, must_not violations, negatives answered empty."""
+    """Run golden sets: recall@1/3/5, MRR, must_not violations, negatives answered empty.
+
+    Constants are tuned on the dev split; the test split is held out for reporting.
+    """
     from ep_mcp.eval.golden import load_golden, load_golden_dir, render_table
     from ep_mcp.eval.run import evaluate_golden
 
     settings, home = _settings(config, provider)
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
-    reports = evaluate_golden(sets, list(roots), settings, os.environ, work or home / "eval", k=k)
+    reports = evaluate_golden(
+        sets, list(roots), settings, os.environ, work or home / "eval", k=k, split=split
+    )
     if as_json:
         emit_json([r.to_dict() for r in reports])
         return

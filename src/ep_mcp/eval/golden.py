@@ -3,12 +3,18 @@
 A query's ranked answer is the list of distinct files in hit order (requires:-appended hits
 included, after the top k). In a skill repository every file of a skill's directory stands for
 the skill, so a supporting file of the expected skill counts as a hit.
+
+Every query belongs to one split: ``dev`` (constants are tuned on it) or ``test`` (held out,
+reported only). A query without ``split:`` is ``dev`` — nothing is held out unless someone said
+so. A set may also name its pack's own benchmark file (``refusals: eval/benchmark.yaml``): the
+pack authors' out-of-scope questions (category ``refusal``) join the set as test-only negatives.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +23,8 @@ from ep_mcp.eval.metrics import first_rank, hit_rate, mean_reciprocal_rank
 
 CUTOFFS = (1, 3, 5)
 MUST_NOT_DEPTH = 5
+SPLITS = ("dev", "test")
+SPLIT_SEED = "ep-mcp-golden-split-v1"
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,7 @@ class GoldenQuery:
     category: str
     expected: tuple[str, ...]  # best first; () = the pack does not answer it
     must_not: tuple[str, ...] = ()
+    split: str = "dev"  # "dev" (tune on it) or "test" (held out, report only)
 
     @property
     def negative(self) -> bool:
@@ -37,6 +46,8 @@ class GoldenSet:
     pack: str
     queries: tuple[GoldenQuery, ...]
     source: Path | None = None
+    refusals: str | None = None  # pack-relative benchmark file whose refusals join as test
+    split: str = "all"  # which queries this set holds: dev, test or all
 
 
 @dataclass(frozen=True)
@@ -82,10 +93,12 @@ class PackReport:
     outcomes: tuple[QueryOutcome, ...]
     overall: Metrics
     by_category: Mapping[str, Metrics] = field(default_factory=dict)
+    split: str = "all"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "pack": self.pack,
+            "split": self.split,
             "overall": self.overall.to_dict(),
             "by_category": {c: m.to_dict() for c, m in self.by_category.items()},
             "misses": [
@@ -93,6 +106,7 @@ class PackReport:
                     "id": o.query.id,
                     "query": o.query.query,
                     "category": o.query.category,
+                    "split": o.query.split,
                     "expected": list(o.query.expected),
                     "got": list(o.ranked[:5]),
                     "rank": o.rank,
@@ -111,6 +125,14 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: expected a list of paths")
     return tuple(value)
+
+
+def _split(value: Any, where: str) -> str:
+    if value is None:
+        return "dev"
+    if value not in SPLITS:
+        raise ConfigError(f"{where}.split: {value!r} is not one of {', '.join(SPLITS)}")
+    return str(value)
 
 
 def load_golden(path: Path) -> GoldenSet:
@@ -138,9 +160,74 @@ def load_golden(path: Path) -> GoldenSet:
                 category=str(q.get("category", "uncategorised")),
                 expected=_strings(q.get("expected"), f"{where}.expected"),
                 must_not=_strings(q.get("must_not"), f"{where}.must_not"),
+                split=_split(q.get("split"), where),
             )
         )
-    return GoldenSet(str(data["pack"]), tuple(queries), path)
+    refusals = data.get("refusals")
+    if refusals is not None and not isinstance(refusals, str):
+        raise ConfigError(
+            f"{path.name}: refusals: is a pack-relative path such as eval/benchmark.yaml"
+        )
+    return GoldenSet(str(data["pack"]), tuple(queries), path, refusals)
+
+
+def load_refusals(folder: Path, rel: str) -> tuple[GoldenQuery, ...]:
+    """The pack authors' out-of-scope questions (``category: refusal`` in their benchmark file),
+    as test-only negatives."""
+    from ep_mcp.packs.yamlsafe import YamlError, load_yaml_file
+
+    path = folder / rel
+    try:
+        data = load_yaml_file(path)
+    except (OSError, YamlError) as exc:
+        raise NotFoundError(
+            f"cannot read the refusals file {path}: {exc} — fix `refusals:` in the golden set"
+        ) from exc
+    raw = data.get("questions") if isinstance(data, Mapping) else None
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path}: expected `questions:` as a list")
+    return tuple(
+        GoldenQuery(
+            id=f"{rel}#{q.get('id', i)}",
+            query=str(q["question"]),
+            category="refusal",
+            expected=(),
+            split="test",
+        )
+        for i, q in enumerate(raw)
+        if isinstance(q, Mapping) and q.get("category") == "refusal" and q.get("question")
+    )
+
+
+def with_refusals(golden: GoldenSet, folder: Path) -> GoldenSet:
+    """``golden`` plus the refusals its ``refusals:`` file names (nothing to add without one)."""
+    if golden.refusals is None:
+        return golden
+    return replace(golden, queries=golden.queries + load_refusals(folder, golden.refusals))
+
+
+def select_split(golden: GoldenSet, split: str) -> GoldenSet:
+    """The queries of one split (``dev`` or ``test``), or all of them (``all``)."""
+    if split not in (*SPLITS, "all"):
+        raise ConfigError(f"split {split!r} is not one of dev, test, all")
+    if split == "all":
+        return replace(golden, split="all")
+    chosen = tuple(q for q in golden.queries if q.split == split)
+    return replace(golden, queries=chosen, split=split)
+
+
+def stratified_split(queries: Iterable[GoldenQuery], seed: str = SPLIT_SEED) -> dict[str, str]:
+    """The rule that assigned the first queries of each set: within each category, order the
+    queries by sha256(seed + id) and deal them out test, dev, test, dev, … (so each category is
+    halved, the odd one going to test). Returns id → split."""
+    by_cat: dict[str, list[str]] = {}
+    for q in queries:
+        by_cat.setdefault(q.category, []).append(q.id)
+    out: dict[str, str] = {}
+    for ids in by_cat.values():
+        ids.sort(key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
+        out.update({i: SPLITS[1 - n % 2] for n, i in enumerate(ids)})
+    return out
 
 
 def load_golden_dir(folder: Path) -> list[GoldenSet]:
@@ -186,12 +273,16 @@ def metrics(outcomes: Iterable[QueryOutcome]) -> Metrics:
     )
 
 
-def report(pack: str, outcomes: Sequence[QueryOutcome]) -> PackReport:
+def report(pack: str, outcomes: Sequence[QueryOutcome], split: str = "all") -> PackReport:
     cats: dict[str, list[QueryOutcome]] = {}
     for o in outcomes:
         cats.setdefault(o.query.category, []).append(o)
     return PackReport(
-        pack, tuple(outcomes), metrics(outcomes), {c: metrics(v) for c, v in sorted(cats.items())}
+        pack,
+        tuple(outcomes),
+        metrics(outcomes),
+        {c: metrics(v) for c, v in sorted(cats.items())},
+        split,
     )
 
 
@@ -201,7 +292,8 @@ def run_set(
     unit_of: Callable[[str], str] = lambda p: p,
 ) -> PackReport:
     """Ask every query through ``answer`` (query → files in hit order) and score it."""
-    return report(golden.pack, [judge(q, answer(q.query), unit_of) for q in golden.queries])
+    outcomes = [judge(q, answer(q.query), unit_of) for q in golden.queries]
+    return report(golden.pack, outcomes, golden.split)
 
 
 def parse_minimums(text: str) -> dict[str, float]:
@@ -236,14 +328,15 @@ def shortfalls(rep: PackReport, minimums: Mapping[str, float]) -> list[str]:
 
 
 def render_table(reports: Sequence[PackReport]) -> str:
-    """Per pack and per category: recall@1/3/5, MRR, must_not violations, negatives."""
+    """Per pack (and split) and per category: recall@1/3/5, MRR, must_not violations,
+    negatives."""
     head = (
-        f"{'pack':<20} {'category':<11} {'n':>3} {'R@1':>6} {'R@3':>6} {'R@5':>6} "
+        f"{'pack':<20} {'split':<5} {'category':<11} {'n':>3} {'R@1':>6} {'R@3':>6} {'R@5':>6} "
         f"{'MRR':>6} {'must_not':>8} {'neg empty':>9}"
     )
     lines = [head, "-" * len(head)]
 
-    def row(pack: str, cat: str, m: Metrics) -> str:
+    def row(pack: str, split: str, cat: str, m: Metrics) -> str:
         neg = f"{m.negatives_empty}/{m.negatives}" if m.negatives else "-"
         pos = m.queries - m.negatives
         vals = (
@@ -252,12 +345,12 @@ def render_table(reports: Sequence[PackReport]) -> str:
             else [f"{'-':>6}"] * 4
         )
         return (
-            f"{pack:<20} {cat:<11} {m.queries:>3} {' '.join(vals)} "
+            f"{pack:<20} {split:<5} {cat:<11} {m.queries:>3} {' '.join(vals)} "
             f"{m.must_not_violations:>8} {neg:>9}"
         )
 
     for rep in reports:
         for cat, m in rep.by_category.items():
-            lines.append(row(rep.pack, cat, m))
-        lines.append(row(rep.pack, "ALL", rep.overall))
+            lines.append(row(rep.pack, rep.split, cat, m))
+        lines.append(row(rep.pack, rep.split, "ALL", rep.overall))
     return "\n".join(lines)

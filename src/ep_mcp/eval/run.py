@@ -7,7 +7,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.eval.golden import GoldenSet, PackReport, find_pack, run_set
+from ep_mcp.eval.golden import (
+    GoldenSet,
+    PackReport,
+    find_pack,
+    run_set,
+    select_split,
+    with_refusals,
+)
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.runtime import PackRuntime, make_embedder, with_eval_today
@@ -48,13 +55,18 @@ def evaluate_golden(
     *,
     k: int = 10,
     embedder: Embedder | str | None = "auto",
+    split: str = "all",
 ) -> list[PackReport]:
-    """Every golden set against its pack (found under ``roots``), indexes cached in ``work``."""
+    """Every golden set against its pack (found under ``roots``), indexes cached in ``work``.
+
+    The pack's own refusals (``refusals:``) join each set before ``split`` (dev, test or all)
+    picks the queries."""
     settings = with_eval_today(settings, env)
     emb = make_embedder(settings, env) if embedder == "auto" else embedder
     reports = []
     for golden in sets:
         folder = find_pack(golden.pack, roots)
+        golden = select_split(with_refusals(golden, folder), split)
         rt = open_runtime(folder, settings, emb if not isinstance(emb, str) else None, work)
         try:
 
