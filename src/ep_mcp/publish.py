@@ -129,8 +129,10 @@ def publish(
         chunks, features, warnings = _build(settings, env, cfg, slug, staging, show_progress)
         index = staging / artifact.INDEX
         _finish_database(index)
-        built_at = time.gmtime()
-        version = f"{time.strftime('%Y%m%dT%H%M%SZ', built_at)}-{content[7:19]}"
+        now = time.time_ns()
+        built_at = time.gmtime(now // 1_000_000_000)
+        micros = (now // 1000) % 1_000_000  # names sort in build order, even within a second
+        version = f"{time.strftime('%Y%m%dT%H%M%S', built_at)}.{micros:06d}Z-{content[7:19]}"
         if (pack_dir / version).exists():  # same second, same content, other settings
             version += f"-{uuid.uuid4().hex[:6]}"
         manifest = Manifest(

@@ -3,8 +3,8 @@
 Layout (``ep-mcp index PACK --out ROOT``)::
 
     ROOT/<slug>/
-        current -> 20260101T120000Z-1a2b3c4d5e6f      (a relative symlink, swapped atomically)
-        20260101T120000Z-1a2b3c4d5e6f/
+        current -> 20260101T120000.000042Z-1a2b3c4d5e6f  (a relative symlink, swapped atomically)
+        20260101T120000.000042Z-1a2b3c4d5e6f/     (UTC build time, content hash)
             manifest.json                               (what this is; see `Manifest`)
             index.db                                    (SQLite, rollback journal: one file)
             pack/                                       (the pack's files the index was built from)
