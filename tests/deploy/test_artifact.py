@@ -156,8 +156,10 @@ def test_serving_an_artifact_needs_only_its_folder(
     for p in garden.iterdir():
         p.unlink()  # the source pack is gone: the artifact carries its files
     settings = load_settings(
-        data={"packs": [{"artifact": str(tmp_path / "out" / "garden")}],
-              "embedding": {"provider": "hashing"}}  # fmt: skip
+        data={
+            "packs": [{"artifact": str(tmp_path / "out" / "garden")}],
+            "embedding": {"provider": "hashing"},
+        }
     )
     lib = open_library(settings, os.environ, tmp_path / "home")
     try:

@@ -227,12 +227,15 @@ def cluster(tmp_path: Path) -> Iterator[dict[str, object]]:
             config.write_text(
                 json.dumps(
                     {
-                        "server": {"port": port, "artifact_poll_s": POLL_S,
-                                   "forwarded_allow_ips": ["127.0.0.1"]},
+                        "server": {
+                            "port": port,
+                            "artifact_poll_s": POLL_S,
+                            "forwarded_allow_ips": ["127.0.0.1"],
+                        },
                         "embedding": {"provider": "hashing"},
                         "packs": [{"artifact": str(art / s)} for s in slugs],
                     }
-                )  # fmt: skip
+                )
             )
             log = tmp_path / f"replica{n}.log"
             with log.open("wb") as out:
@@ -333,7 +336,7 @@ def test_replicas_behind_nginx_survive_kill_9_and_switch_to_a_new_artifact(
     first_new = (min(new) - published_at) if new else float("nan")
     versions = {}
     for n in (1, 3):
-        status, body = _get(replica_ports[n - 1], "/packs")
+        _status, body = _get(replica_ports[n - 1], "/packs")
         versions[n] = {p["slug"]: p["artifact_version"] for p in json.loads(body)["packs"]}
     current = os.readlink(art / "alpha" / "current")
     figures = (

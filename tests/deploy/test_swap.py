@@ -22,13 +22,14 @@ NEW_WORD = "quokkazebra"
 
 
 @pytest.fixture
-def served(
-    garden: Path, tmp_path: Path, publish_to: Callable[..., Published]
-) -> Iterator[Library]:
+def served(garden: Path, tmp_path: Path, publish_to: Callable[..., Published]) -> Iterator[Library]:
     publish_to(garden, tmp_path / "out")
     settings = load_settings(
-        data={"packs": [{"artifact": str(tmp_path / "out" / "garden")}],
-              "embedding": {"provider": "hashing"}, "home": str(tmp_path / "home")}  # fmt: skip
+        data={
+            "packs": [{"artifact": str(tmp_path / "out" / "garden")}],
+            "embedding": {"provider": "hashing"},
+            "home": str(tmp_path / "home"),
+        }
     )
     lib = open_library(settings, os.environ, tmp_path / "home")
     yield lib
