@@ -94,6 +94,9 @@ class PackSettings:
     api_keys: tuple[str, ...] = ()
     index_dir: Path | None = None
     read_only: bool = False  # open a prebuilt index read-only, never build
+    # a published artifact folder (`ep-mcp index --out`): served read-only, newer versions
+    # swapped in as they appear (docs/deploy.md); `path` may then be left out
+    artifact: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ class ServerSettings:
     # same host); empty = forwarded headers are ignored and the peer address is the client
     forwarded_allow_ips: tuple[str, ...] = ()
     watch: bool = True
+    artifact_poll_s: float = 2.0  # how often artifact packs look for a newer version; 0 = never
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,9 @@ def _coerce(value: Any, tp: Any, path: str, base: Path | None) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if tp is PackSettings and isinstance(value, str):
             value = {"path": value}
+        artifact_only = isinstance(value, Mapping) and "artifact" in value and "path" not in value
+        if tp is PackSettings and artifact_only:  # an artifact carries its pack's files
+            value = {"path": value["artifact"], **value}
         if tp is TapSettings and isinstance(value, str):
             value = {"url": value}
         if not isinstance(value, Mapping):
@@ -304,6 +311,7 @@ def validate(settings: Settings) -> None:
         ("index.max_file_bytes", settings.index.max_file_bytes, 1),
         ("server.max_body_bytes", srv.max_body_bytes, 1),
         ("server.rate_limit_per_minute", srv.rate_limit_per_minute, 0),
+        ("server.artifact_poll_s", srv.artifact_poll_s, 0),
         ("skills.rrf_k", sk.rrf_k, 1),
         ("skills.llm_top", sk.llm_top, 1),
         ("skills.read_max_chars", sk.read_max_chars, 1),

@@ -344,6 +344,10 @@ def _open_pack(
     show_progress: bool | None,
 ) -> PackRuntime:
     """Open one pack and update its index; damage met while updating is rebuilt once."""
+    if cfg.artifact is not None:  # a published artifact: its current version, read-only
+        from ep_mcp.index.artifact import served_settings
+
+        cfg = served_settings(cfg)
     for attempt in (1, 2):
         rt = PackRuntime(cfg, settings, embedder, home)
         if not build or cfg.read_only:

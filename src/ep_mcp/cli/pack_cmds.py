@@ -66,25 +66,61 @@ def _open_one(
 
 
 @main.command("index")
-@pack_argument
+@click.argument("pack", type=click.Path(path_type=Path, file_okay=False), required=False)
 @config_option
 @provider_option
 @index_dir_option
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Publish a versioned artifact to DIR/<slug>/ and point DIR/<slug>/current at it.",
+)
+@click.option("--keep", type=click.IntRange(1, 1000), default=3, show_default=True,
+              help="With --out: versions kept (older ones are deleted).")  # fmt: skip
+@click.option("--force", is_flag=True, help="With --out: publish even when nothing changed.")
+@click.option(
+    "--check",
+    "check",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Verify the artifact(s) in DIR (checksum, schema, manifest) instead of indexing.",
+)
 @json_option
 @fail_cleanly
 def index_cmd(
-    pack: Path, config: Path | None, provider: str | None, index_dir: Path | None, as_json: bool
+    pack: Path | None,
+    config: Path | None,
+    provider: str | None,
+    index_dir: Path | None,
+    out: Path | None,
+    keep: int,
+    force: bool,
+    check: Path | None,
+    as_json: bool,
 ) -> None:
     """Build or update the index of PACK (only changed files are re-read and re-embedded).
 
     If the embedding provider fails, the lexical index is still written (exit 0), every vector
     already stored is kept, and the chunks still without one are embedded by the next run.
+
+    With --out DIR the index is published as an artifact for `serve` (docs/deploy.md);
+    `ep-mcp index --check DIR` verifies one and exits 1 with one line when it is not sound.
     """
     from ep_mcp import __version__
+    from ep_mcp.cli import artifact_cmds
     from ep_mcp.index import fastcheck
 
+    if check is not None:
+        if pack is not None or out is not None:
+            raise click.UsageError("--check DIR takes no PACK and no --out")
+        artifact_cmds.check_artifact(check, as_json)
+        return
+    if pack is None:
+        raise click.UsageError("missing argument PACK (or use --check DIR)")
     started = time.perf_counter()
     settings = _settings(pack, provider, index_dir, config)
+    if out is not None:
+        artifact_cmds.publish_artifact(settings, out, keep, force, as_json)
+        return
     cfg = settings.packs[0]
     assert settings.home is not None
     key = fastcheck.settings_key(cfg, settings.embedding, settings.index, __version__)

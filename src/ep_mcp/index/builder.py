@@ -172,9 +172,15 @@ def embed_texts(
     """
     if not texts:
         return {}
-    if store.read_only:
-        rows = embedder.embed_documents(list(texts))
-        return {t: rows[i] for i, t in enumerate(texts)}
+    if store.read_only:  # read the cache (an artifact carries its profiles), embed the rest
+        keys = {t: cache_key(embedder, t) for t in texts}
+        found = store.cached_vectors(list(keys.values()))
+        out = {t: found[k] for t, k in keys.items() if k in found}
+        missing = [t for t in texts if t not in out]
+        if missing:
+            rows = embedder.embed_documents(missing)
+            out.update({t: rows[i] for i, t in enumerate(missing)})
+        return out
     try:
         by_key, _ = _embed_missing(store, embedder, texts, len, show_progress=False)
     except PartialEmbedding as partial:

@@ -86,8 +86,10 @@ def open_context(
     """Open the library (indexes built with progress on stderr), the hub, keys, query log."""
     from ep_mcp.runtime import open_library
     from ep_mcp.serve.querylog import QueryLog
+    from ep_mcp.serve.secrets import with_key_files
     from ep_mcp.tools.registry import tools
 
+    env = with_key_files(env)
     tools()  # load the built-in tools now, before worker threads race to do it
     if settings.home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
@@ -147,7 +149,7 @@ def run_stdio(serve: ServeContext, watch: bool) -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    with watching(serve.library, watch), backfilling(serve.library):
+    with watching(serve.library, watch), backfilling(serve.library), artifacts(serve):
         anyio.run(go)
 
 
@@ -200,7 +202,7 @@ def run_http(
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:
-        with watching(serve.library, watch), backfilling(serve.library):
+        with watching(serve.library, watch), backfilling(serve.library), artifacts(serve):
             yield
 
     app = create_app(serve, server, ring, background=background)
@@ -239,7 +241,20 @@ def worker_app(settings: Settings) -> Starlette:
     from ep_mcp.serve.http_app import create_app
 
     serve, ring = open_context(settings, os.environ, build=False)
-    return create_app(serve, settings.server, ring)
+
+    @contextlib.asynccontextmanager
+    async def background() -> AsyncIterator[None]:
+        with artifacts(serve):
+            yield
+
+    return create_app(serve, settings.server, ring, background=background)
+
+
+def artifacts(serve: ServeContext) -> contextlib.AbstractContextManager[object]:
+    """Swap newer published artifacts in while serving (artifact packs only)."""
+    from ep_mcp.serve.artifacts import watching_artifacts
+
+    return watching_artifacts(serve.library, serve.library.settings.server.artifact_poll_s)
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ep_mcp.config import ServerSettings
+from ep_mcp.index.artifact import served_version
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import ServeContext, build_server
 from ep_mcp.serve.middleware import (
@@ -189,6 +190,7 @@ def create_app(
                     "files": len(p.documents),
                     "auth": "api_key" if p.slug in ring.keyed else "none",
                     "mcp": f"/packs/{p.slug}/mcp",
+                    "artifact_version": served_version(rt.config),  # None: not an artifact
                 }
             )
         return JSONResponse({"packs": out})

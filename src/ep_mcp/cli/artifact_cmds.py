@@ -1,0 +1,56 @@
+"""`ep-mcp index PACK --out DIR` (publish an artifact) and `ep-mcp index --check DIR`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from ep_mcp.cli.app import emit_json
+from ep_mcp.config import Settings
+
+
+def publish_artifact(settings: Settings, out: Path, keep: int, force: bool, as_json: bool) -> None:
+    """Build the pack into ``out/<slug>/<version>``, make it current, say what happened."""
+    from ep_mcp.publish import publish
+
+    done = publish(settings, os.environ, out, keep=keep, force=force)
+    m = done.manifest
+    if as_json:
+        emit_json(
+            {
+                "pack": done.slug,
+                "artifact": str(done.version_dir),
+                "unchanged": done.unchanged,
+                "seconds": done.seconds,
+                "removed": [str(p) for p in done.removed],
+                "warnings": list(done.warnings),
+                "manifest": m.to_dict(),
+            }
+        )
+    else:
+        state = "unchanged, still current" if done.unchanged else "published, now current"
+        click.echo(
+            f"{done.slug}: version {m.version} {state} — {m.files} files, {m.chunks} chunks, "
+            f"model {m.model or 'none'}, {m.index_bytes} bytes in {done.seconds:.2f}s "
+            f"→ {done.version_dir}"
+        )
+    for warning in done.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+def check_artifact(location: Path, as_json: bool) -> None:
+    """Verify the artifact(s) at ``location``; an `ArtifactError` is the one failing line."""
+    from ep_mcp.publish import check_location
+
+    manifests = check_location(location)
+    if as_json:
+        emit_json({"ok": True, "artifacts": [m.to_dict() for m in manifests]})
+        return
+    for m in manifests:
+        click.echo(
+            f"ok {m.slug} {m.version}: {m.files} files, {m.chunks} chunks, "
+            f"model {m.model or 'none'} ({m.dimension or '-'} dims), schema {m.schema_version}, "
+            f"sha256 {m.index_sha256[:12]}"
+        )
