@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,35 @@ from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Pack
 from ep_mcp.retrieval import engine
 from ep_mcp.retrieval.rerank import Reranker, make_reranker
+from ep_mcp.retrieval.source import LegExecutors, QueryEmbedding, Uncached
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView, pack_view
 
 logger = logging.getLogger(__name__)
+
+
+def leg_executors() -> LegExecutors:
+    """Threads for overlapping a query's legs (created on first use; close with
+    `close_executors`)."""
+    return LegExecutors(
+        lexical=ThreadPoolExecutor(max_workers=4, thread_name_prefix="ep-lexical"),
+        embedding=ThreadPoolExecutor(max_workers=8, thread_name_prefix="ep-embed"),
+    )
+
+
+def close_executors(executors: LegExecutors) -> None:
+    """Stop the threads without waiting: an embedding call may hang until its HTTP timeout."""
+    executors.lexical.shutdown(wait=False, cancel_futures=True)
+    executors.embedding.shutdown(wait=False, cancel_futures=True)
+
+
+def query_embedding(embedder: Embedder | None) -> QueryEmbedding | None:
+    """How the engine embeds a query: through the embedder's query cache when it has one."""
+    from ep_mcp.index.embed.cache import QueryEmbeddingCache
+
+    if embedder is None:
+        return None
+    return embedder if isinstance(embedder, QueryEmbeddingCache) else Uncached(embedder)
 
 
 def token_counter() -> Callable[[str], int]:
@@ -46,6 +72,7 @@ class PackRuntime:
     settings: Settings
     embedder: Embedder | None
     home: Path
+    executors: LegExecutors | None = None  # shared threads (the library's); else its own
     pack: Pack = field(init=False)
     store: Store = field(init=False)
     view: PackView = field(init=False)  # what the retrieval stages need of the pack, as data
@@ -53,8 +80,11 @@ class PackRuntime:
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
     _profiles: dict[str, Any] | None = field(default=None, init=False, repr=False)
     _recovered: BuildReport | None = field(default=None, init=False, repr=False)
+    _own_executors: LegExecutors | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.executors is None:
+            self.executors = self._own_executors = leg_executors()
         self.pack = self._load()
         self.view = pack_view(self.pack)
         self.reranker = make_reranker(self.settings.reranker)
@@ -198,7 +228,6 @@ class PackRuntime:
     ) -> SearchResult:
         """Answer one query; ``query_embedder`` overrides how the query is embedded (benches)."""
         embedder = query_embedder or self.embedder
-        embed = embedder.embed_query if embedder is not None else None
         deadline = self.settings.retrieval.query_deadline_ms if is_bounded(embedder) else None
         try:
             return engine.search(
@@ -206,12 +235,13 @@ class PackRuntime:
                 self.slug,
                 request,
                 self.settings.retrieval,
-                embed,
+                query_embedding(embedder),
                 view=self.view,
                 embed_profile=self._profile_vector if self.embedder is not None else None,
                 reranker=self.reranker,
                 rerank_pool=self.settings.reranker.pool,
                 deadline_ms=deadline,
+                executors=self.executors,
             )
         except integrity.DAMAGE_ERRORS as exc:
             raise self._damaged(exc) from exc
@@ -231,6 +261,8 @@ class PackRuntime:
 
     def close(self) -> None:
         self.store.close()
+        if self._own_executors is not None:
+            close_executors(self._own_executors)
 
 
 @dataclass
@@ -240,6 +272,7 @@ class Library:
     settings: Settings
     runtimes: dict[str, PackRuntime]
     embedder: Embedder | None
+    executors: LegExecutors | None = None  # owned: shut down by close()
 
     def get(self, slug: str | None = None) -> PackRuntime:
         if slug is None:
@@ -264,6 +297,8 @@ class Library:
     def close(self) -> None:
         for rt in self.runtimes.values():
             rt.close()
+        if self.executors is not None:
+            close_executors(self.executors)
 
 
 def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None:
@@ -316,23 +351,28 @@ def open_library(
     emb: Embedder | None = make_embedder(settings, env) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
     lost: list[IndexDamagedError] = []
-    for cfg in settings.packs:
-        try:
-            rt = _open_pack(cfg, settings, emb, home, build, show_progress)
-        except IndexDamagedError as exc:  # several packs: serve the others without this one
-            if len(settings.packs) == 1:
-                raise
-            logger.error("%s — serving the other packs without it", exc)
-            lost.append(exc)
-            continue
-        if rt.slug in runtimes:
-            raise NotFoundError(
-                f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
-            )
-        runtimes[rt.slug] = rt
-    if not runtimes and lost:
-        raise lost[0]
-    return Library(settings, runtimes, emb)
+    executors = leg_executors()
+    try:
+        for cfg in settings.packs:
+            try:
+                rt = _open_pack(cfg, settings, emb, home, build, show_progress, executors)
+            except IndexDamagedError as exc:  # several packs: serve the others without this one
+                if len(settings.packs) == 1:
+                    raise
+                logger.error("%s — serving the other packs without it", exc)
+                lost.append(exc)
+                continue
+            if rt.slug in runtimes:
+                raise NotFoundError(
+                    f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
+                )
+            runtimes[rt.slug] = rt
+        if not runtimes and lost:
+            raise lost[0]
+    except BaseException:
+        close_executors(executors)
+        raise
+    return Library(settings, runtimes, emb, executors)
 
 
 def _open_pack(
@@ -342,10 +382,11 @@ def _open_pack(
     home: Path,
     build: bool,
     show_progress: bool | None,
+    executors: LegExecutors,
 ) -> PackRuntime:
     """Open one pack and update its index; damage met while updating is rebuilt once."""
     for attempt in (1, 2):
-        rt = PackRuntime(cfg, settings, embedder, home)
+        rt = PackRuntime(cfg, settings, embedder, home, executors)
         if not build or cfg.read_only:
             return rt
         try:

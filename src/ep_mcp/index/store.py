@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +22,21 @@ import apsw
 
 from ep_mcp.errors import IndexBuildError
 from ep_mcp.index import integrity
+from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite, StoredChunk
 
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: a no-change run never needs it
     import numpy as np
     import numpy.typing as npt
+
+__all__ = [
+    "FORMAT_VERSION",
+    "ChunkRecord",
+    "FileRecord",
+    "FileWrite",
+    "Store",
+    "StoredChunk",
+    "sqlite_vec_status",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -78,52 +88,6 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     """,
 )
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    """What the index keeps of one file, besides its chunks."""
-
-    path: str
-    file_hash: str
-    sidecar_hash: str | None
-    content_hash: str
-    title: str
-    type: str
-    tags: tuple[str, ...]
-    doc_id: str | None
-    info: Mapping[str, Any]  # freshness, requires, tiers, skill: small JSON
-
-
-@dataclass(frozen=True)
-class ChunkRecord:
-    path: str
-    chunk_index: int
-    heading_path: tuple[str, ...]
-    line_range: tuple[int, int]
-    byte_range: tuple[int, int]
-    text: str
-    context_prefix: str
-    span_hash: str
-    section: str | None
-    tokens: int
-
-
-@dataclass(frozen=True)
-class StoredChunk:
-    """A chunk as read back, joined with its file's record."""
-
-    id: int
-    chunk: ChunkRecord
-    file: FileRecord
-
-
-@dataclass(frozen=True)
-class FileWrite:
-    record: FileRecord
-    chunks: tuple[ChunkRecord, ...]
-    vectors: npt.NDArray[np.float32] | None  # one row per chunk, or None (lexical-only index)
-    pending: frozenset[int] = frozenset()  # chunk positions awaiting a vector (row ignored)
 
 
 def sqlite_vec_status() -> tuple[bool, str]:
@@ -286,6 +250,11 @@ class Store:
     def features(self) -> dict[str, Any]:
         raw = self.get_meta("index_features")
         return dict(json.loads(raw)) if raw else {}
+
+    def embedding_model(self) -> str | None:
+        """The embedder the index's vectors were made with (None: lexical only)."""
+        name = self.features().get("embedder")
+        return str(name) if name else None
 
     def file_states(self) -> dict[str, tuple[str, str | None]]:
         """path → (file_hash, sidecar_hash) of every indexed file."""

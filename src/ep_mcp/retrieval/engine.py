@@ -1,4 +1,4 @@
-"""The search pipeline (SPEC §4): the store answers the two legs, pure stages do the ranking.
+"""The search pipeline (SPEC §4): the source answers the two legs, pure stages do the ranking.
 
 Order: intent → lexical + vector legs → fusion (or lexical fallback scoring) → filters →
 activation test → relative drop → boosts/penalties → optional rerank over a wide pool → MMR
@@ -11,10 +11,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
@@ -23,7 +22,7 @@ import numpy.typing as npt
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, QueryError
 from ep_mcp.index.embed.breaker import ProviderUnavailableError
-from ep_mcp.index.store import Store, StoredChunk
+from ep_mcp.index.records import StoredChunk
 from ep_mcp.packs.safeopen import read_live_prefix
 from ep_mcp.retrieval import threshold as th
 from ep_mcp.retrieval.boosts import BoostSettings, apply_boosts, apply_filters
@@ -40,6 +39,7 @@ from ep_mcp.retrieval.profile import apply_profile, profile_similarities
 from ep_mcp.retrieval.reconstruct import provenance, span_changed
 from ep_mcp.retrieval.requires import expand_requires
 from ep_mcp.retrieval.rerank import Reranker, rerank
+from ep_mcp.retrieval.source import ChunkSource, LegExecutors, QueryEmbedding
 from ep_mcp.retrieval.types import Hit, SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView
 
@@ -64,26 +64,28 @@ class Legs:
 
 
 def run_legs(
-    store: Store,
+    source: ChunkSource,
     request: SearchRequest,
     settings: RetrievalSettings,
-    embed_query: QueryEmbed | None,
+    query: QueryEmbedding | None,
     pool: int,
     deadline: float | None = None,
+    executors: LegExecutors | None = None,
 ) -> Legs:
     """Lexical (any-term BM25) and vector legs; an embedding failure leaves the dense leg empty.
 
     When the query must be embedded, the two legs overlap on two threads (SQLite, onnxruntime
     and sockets all release the GIL). With a ``deadline`` (``time.monotonic()`` seconds: the
     embedder calls an outside service) the embedding runs on the other thread and is waited for
-    only until then; past it the answer is lexical, with a note.
+    only until then; past it the answer is lexical, with a note. Without ``executors`` the
+    legs run one after the other and the embedding is waited for.
     """
     terms = tuple(query_terms(request.query))
 
     def lexical_leg() -> list[tuple[int, float]]:
         if request.legs == "vector":
             return []
-        return store.lexical_top(
+        return source.lexical_top(
             terms,
             pool,
             weights=(settings.text_column_weight, settings.title_weight, settings.heading_weight),
@@ -93,39 +95,39 @@ def run_legs(
     embeds = (
         request.legs != "lexical"
         and request.vector is None
-        and embed_query is not None
-        and store.has_vectors()
+        and query is not None
+        and source.has_vectors()
     )
     notes: list[str] = []
     qvec: npt.NDArray[np.float32] | None = None
     if request.vector is not None and request.legs != "lexical":
         qvec = np.asarray(request.vector, dtype=np.float32)
         lexical = lexical_leg()
-    elif not embeds or _is_cached(embed_query, request.query):
+    elif not embeds or executors is None or _is_cached(query, request.query):
         lexical = lexical_leg()
         if embeds:
-            qvec = _embed_now(embed_query, request.query, notes)
+            qvec = _embed_now(query, request.query, notes)
     elif deadline is None:
-        beside = _legs_pool().submit(lexical_leg)
+        beside = executors.lexical.submit(lexical_leg)
         try:
-            qvec = _embed_now(embed_query, request.query, notes)
+            qvec = _embed_now(query, request.query, notes)
         finally:
             lexical = beside.result()
     else:
-        assert embed_query is not None
-        waiting = _embed_pool().submit(embed_query, request.query)
+        assert query is not None
+        waiting = executors.embedding.submit(query.embed_query, request.query)
         lexical = lexical_leg()
         qvec = _embed_by(waiting, deadline, settings.query_deadline_ms, notes)
-    dense = store.vector_top(qvec, pool) if qvec is not None else []
+    dense = source.vector_top(qvec, pool) if qvec is not None else []
     return Legs(terms, lexical, dense, tuple(notes), qvec if dense else None)
 
 
 def _embed_now(
-    embed_query: QueryEmbed | None, query: str, notes: list[str]
+    query: QueryEmbedding | None, text: str, notes: list[str]
 ) -> npt.NDArray[np.float32] | None:
-    assert embed_query is not None
+    assert query is not None
     try:
-        return embed_query(query)
+        return query.embed_query(text)
     except EmbeddingError as exc:
         notes.append(_embedding_note(exc))
         return None
@@ -157,40 +159,9 @@ def _embedding_note(exc: EmbeddingError) -> str:
     return f"embedding failed, answered lexically: {exc}"
 
 
-def _is_cached(embed_query: QueryEmbed | None, query: str) -> bool:
+def _is_cached(query: QueryEmbedding | None, text: str) -> bool:
     """A cached query embedding costs microseconds: then a thread hand-off would only cost."""
-    owner = getattr(embed_query, "__self__", None)
-    is_cached = getattr(owner, "is_cached", None)
-    return bool(is_cached(query)) if callable(is_cached) else False
-
-
-_pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-
-
-def _legs_pool() -> ThreadPoolExecutor:
-    """Threads for the lexical leg while the query is embedded (created on first use)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ep-lexical")
-        return _pool
-
-
-_embed_pool_ref: ThreadPoolExecutor | None = None
-
-
-def _embed_pool() -> ThreadPoolExecutor:
-    """Threads that call an outside embedding service while the query waits with a deadline.
-
-    Apart from the lexical threads, so calls that hang (until their own HTTP timeout) never
-    hold up a lexical leg.
-    """
-    global _embed_pool_ref
-    with _pool_lock:
-        if _embed_pool_ref is None:
-            _embed_pool_ref = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ep-embed")
-        return _embed_pool_ref
+    return query is not None and query.is_cached(text)
 
 
 def _candidate(
@@ -255,23 +226,25 @@ def today_of(settings: RetrievalSettings) -> dt.date:
 
 
 def search(
-    store: Store,
+    source: ChunkSource,
     slug: str,
     request: SearchRequest,
     settings: RetrievalSettings,
-    embed_query: QueryEmbed | None,
+    query: QueryEmbedding | None,
     *,
     view: PackView | None = None,
     embed_profile: QueryEmbed | None = None,
     reranker: Reranker | None = None,
     rerank_pool: int = 30,
     deadline_ms: int | None = None,
+    executors: LegExecutors | None = None,
 ) -> SearchResult:
     """Run one query against one pack's index.
 
     ``embed_profile`` gives the vector of a file's profile line (the runtime keeps them per pack
     version); without it the query embedder is used. ``deadline_ms`` bounds the wait for an
-    outside embedding service (query and profiles); past it the answer is lexical.
+    outside embedding service (query and profiles); past it the answer is lexical. The legs
+    overlap on ``executors`` (the caller's threads) when given.
     """
     started = time.perf_counter()
     deadline = time.monotonic() + deadline_ms / 1000.0 if deadline_ms is not None else None
@@ -285,7 +258,7 @@ def search(
         else Intent("GENERAL", settings.vector_weight, settings.text_weight)
     )
     pool = max(settings.min_candidates, request.k * settings.candidate_multiplier)
-    legs = run_legs(store, request, settings, embed_query, pool, deadline)
+    legs = run_legs(source, request, settings, query, pool, deadline, executors)
     mode = "hybrid" if legs.dense and legs.lexical else "vector" if legs.dense else "lexical"
     trace.legs(legs.lexical, legs.dense, intent)
 
@@ -297,7 +270,7 @@ def search(
         fused if request.type or request.tags else fused[: request.k + max(HEAD_MARGIN, request.k)]
     )
     wanted = [cid for cid, _ in head] + [cid for cid, _ in legs.lexical[:EVIDENCE_LEXICAL_TOP]]
-    rows = store.chunks_by_ids(list(dict.fromkeys(wanted)))
+    rows = source.chunks_by_ids(list(dict.fromkeys(wanted)))
     cands = [_candidate(rows[cid], s, lex, vec, view) for cid, s in head if cid in rows]
     cands = [c for c in cands if c.path not in view.navigation]
     if not legs.dense:
@@ -319,13 +292,13 @@ def search(
     )
     cands = apply_filters(cands, request.type, request.tags)
     notes = list(legs.notes)
-    waiting = store.pending_count() if request.legs != "lexical" else 0
+    waiting = source.pending_count() if request.legs != "lexical" else 0
     if waiting:
         notes.append(
             f"{waiting} chunk(s) await embeddings (the provider failed during indexing) — they "
             "are found by words only until `ep-mcp index` (or the server) embeds them"
         )
-    if settings.adaptive_threshold and _negative(store, request, settings, evidence):
+    if settings.adaptive_threshold and _negative(source, request, settings, evidence):
         act = th.activation(evidence, settings.coverage_weight)
         floor = settings.activation_floor if act is not None else settings.lexical_coverage_floor
         shown = f"activation {act:.3f}" if act is not None else f"coverage {evidence.coverage:.2f}"
@@ -356,9 +329,8 @@ def search(
         and legs.query_vector is not None
         and (deadline is None or time.monotonic() < deadline)
     ):
-        cands = _apply_profile(
-            cands, legs.query_vector, view, settings, embed_profile or embed_query, scale
-        )
+        profile = embed_profile or (query.embed_query if query is not None else None)
+        cands = _apply_profile(cands, legs.query_vector, view, settings, profile, scale)
         trace.stage("profile", cands, f"file profile weight {settings.profile_weight}")
 
     if reranker is not None and cands:
@@ -370,7 +342,7 @@ def search(
     want = request.k + (settings.graph_reserved_slots if settings.graph_expansion else 0)
     if settings.mmr and settings.mmr_lambda < 1.0 and len(cands) > 1:
         pool_head = cap_per_file(cands, settings.max_chunks_per_file)[: want + MMR_MARGIN]
-        vectors = store.vectors_for([c.chunk_id for c in pool_head])
+        vectors = source.vectors_for([c.chunk_id for c in pool_head])
         picked = mmr_select(
             pool_head,
             vectors,
@@ -386,16 +358,16 @@ def search(
 
     top = picked[: request.k]
     if settings.graph_expansion and top and view.adjacency:
-        top = _expand_graph(store, top, picked, request, settings, view, legs)
+        top = _expand_graph(source, top, picked, request, settings, view, legs)
         trace.stage("graph", top, f"depth {settings.graph_depth}, decay {settings.graph_decay}")
 
-    extra = _expand_requires(store, top, settings, view) if settings.requires_expansion else []
+    extra = _expand_requires(source, top, settings, view) if settings.requires_expansion else []
     if extra:
         trace.stage("requires", [*top, *extra], "appended after the slice")
     final = [*top, *extra]
     today = today_of(settings)
     hits = tuple(
-        _hit(rows.get(c.chunk_id) or _one(store, c.chunk_id), c, request, view, today)
+        _hit(rows.get(c.chunk_id) or _one(source, c.chunk_id), c, request, view, today)
         for c in final
     )
     return SearchResult(
@@ -431,7 +403,7 @@ def _apply_profile(
 
 
 def _negative(
-    store: Store, request: SearchRequest, settings: RetrievalSettings, evidence: th.Evidence
+    source: ChunkSource, request: SearchRequest, settings: RetrievalSettings, evidence: th.Evidence
 ) -> bool:
     """The activation test; skipped when a benchmark runs the vector leg alone (no coverage)."""
     if request.legs == "vector":
@@ -440,26 +412,21 @@ def _negative(
     act = th.activation(evidence, ts.coverage_weight)
     if act is not None and act >= ts.activation_floor:
         return False  # activated whatever the model: no need to look it up
-    return th.is_negative(evidence, ts, _model(store, request))
+    # the index's embedding model (a caller-supplied vector is assumed to match it)
+    return th.is_negative(evidence, ts, source.embedding_model())
 
 
-def _model(store: Store, request: SearchRequest) -> str | None:
-    """The index's embedding model (a caller-supplied vector is assumed to match it)."""
-    name = store.features().get("embedder")
-    return str(name) if name else None
+def _one(source: ChunkSource, chunk_id: int) -> StoredChunk:
+    return source.chunks_by_ids([chunk_id])[chunk_id]
 
 
-def _one(store: Store, chunk_id: int) -> StoredChunk:
-    return store.chunks_by_ids([chunk_id])[chunk_id]
-
-
-def _first_chunk(store: Store, path: str) -> StoredChunk | None:
-    chunks = store.chunks_for_path(path)
+def _first_chunk(source: ChunkSource, path: str) -> StoredChunk | None:
+    chunks = source.chunks_for_path(path)
     return chunks[0] if chunks else None
 
 
 def _expand_graph(
-    store: Store,
+    source: ChunkSource,
     top: list[Candidate],
     picked: list[Candidate],
     request: SearchRequest,
@@ -479,7 +446,7 @@ def _expand_graph(
     best = max(c.score for c in top)
     bonus: list[Candidate] = []
     for n in found:
-        sc = _first_chunk(store, n.path)
+        sc = _first_chunk(source, n.path)
         if sc is None:
             continue
         sim = vec.get(sc.id)
@@ -499,7 +466,7 @@ def _expand_graph(
 
 
 def _expand_requires(
-    store: Store, top: list[Candidate], settings: RetrievalSettings, view: PackView
+    source: ChunkSource, top: list[Candidate], settings: RetrievalSettings, view: PackView
 ) -> list[Candidate]:
     if not view.requires or not top:
         return []
@@ -508,7 +475,7 @@ def _expand_requires(
     for _ in range(settings.requires_max_depth):  # every hop the walk may take is costed
         frontier = {t for p in frontier for t in view.requires.get(p, ())} - reachable
         reachable |= frontier
-    tokens = store.file_tokens(sorted(reachable))
+    tokens = source.file_tokens(sorted(reachable))
     found = expand_requires(
         [c.path for c in top],
         view.requires,
@@ -521,7 +488,7 @@ def _expand_requires(
     floor = min(c.score for c in top)
     out = []
     for i, req in enumerate(found):
-        sc = _first_chunk(store, req.path)
+        sc = _first_chunk(source, req.path)
         if sc is None:
             continue
         note = f"requires: named by {req.via} ({req.hop} hop(s))"
