@@ -6,6 +6,7 @@ server and the HTTP app all go through it; none of them touches the store or the
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -24,7 +25,10 @@ from ep_mcp.index.locate import index_path
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Pack
+from ep_mcp.packs.safeopen import read_live_prefix
 from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.engine import SearchOptions
+from ep_mcp.retrieval.legs import LegChoice
 from ep_mcp.retrieval.rerank import Reranker, make_reranker
 from ep_mcp.retrieval.source import LegExecutors, QueryEmbedding, Uncached
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
@@ -224,11 +228,26 @@ class PackRuntime:
             return report
 
     def search(
-        self, request: SearchRequest, *, query_embedder: Embedder | None = None
+        self,
+        request: SearchRequest,
+        *,
+        query_embedder: Embedder | None = None,
+        legs: LegChoice = "both",
     ) -> SearchResult:
-        """Answer one query; ``query_embedder`` overrides how the query is embedded (benches)."""
+        """Answer one query; ``query_embedder`` overrides how the query is embedded and
+        ``legs`` runs one leg alone (benchmarks)."""
         embedder = query_embedder or self.embedder
-        deadline = self.settings.retrieval.query_deadline_ms if is_bounded(embedder) else None
+        view = self.view
+        options = SearchOptions(
+            view=view,
+            embed_profile=self._profile_vector if self.embedder is not None else None,
+            reranker=self.reranker,
+            rerank_pool=self.settings.reranker.pool,
+            deadline_ms=self.settings.retrieval.query_deadline_ms if is_bounded(embedder) else None,
+            executors=self.executors,
+            live_files=functools.partial(read_live_prefix, view.root),
+            legs=legs,
+        )
         try:
             return engine.search(
                 self.store,
@@ -236,12 +255,7 @@ class PackRuntime:
                 request,
                 self.settings.retrieval,
                 query_embedding(embedder),
-                view=self.view,
-                embed_profile=self._profile_vector if self.embedder is not None else None,
-                reranker=self.reranker,
-                rerank_pool=self.settings.reranker.pool,
-                deadline_ms=deadline,
-                executors=self.executors,
+                options,
             )
         except integrity.DAMAGE_ERRORS as exc:
             raise self._damaged(exc) from exc

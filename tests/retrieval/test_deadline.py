@@ -15,6 +15,7 @@ from ep_mcp.index.embed import HashingEmbedder, Matrix
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.engine import SearchOptions
 from ep_mcp.retrieval.source import LegExecutors, Uncached
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.runtime import close_executors, leg_executors
@@ -65,8 +66,7 @@ def test_a_query_past_its_deadline_answers_lexically_with_a_note(
         SearchRequest("kiln clay"),
         RetrievalSettings(query_deadline_ms=50),
         Uncached(embedder),
-        deadline_ms=50,
-        executors=executors,
+        SearchOptions(deadline_ms=50, executors=executors),
     )
     assert result.mode == "lexical"
     assert result.hits[0].source_file == "kiln.md"
@@ -87,8 +87,7 @@ def test_a_query_within_its_deadline_is_hybrid(
         SearchRequest("kiln clay"),
         RetrievalSettings(),
         Uncached(embedder),
-        deadline_ms=10_000,
-        executors=executors,
+        SearchOptions(deadline_ms=10_000, executors=executors),
     )
     assert result.mode == "hybrid" and not result.notes
     assert np.isfinite(result.hits[0].score)

@@ -4,12 +4,13 @@ The pipeline (``engine.search``) depends only on these Protocols, so another sto
 (PostgreSQL with pgvector, a search cluster) can serve a pack without touching ranking: it
 answers the two legs, reads chunks back by id or path, and hands out stored vectors. The SQLite
 ``Store`` of ``ep_mcp.index`` satisfies ``ChunkSource``; a query-embedding cache satisfies
-``QueryEmbedding``. Threads come from the caller (``LegExecutors``), who owns and closes them.
+``QueryEmbedding``. Threads come from the caller (``LegExecutors``), who owns and closes them,
+and so do live file reads (``LiveFiles``): the pipeline reads nothing but through these.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 Vector: TypeAlias = "npt.NDArray[np.float32]"
+
+LiveFiles: TypeAlias = Callable[[str, int], "tuple[bytes | None, str | None]"]
+"""The first n bytes of a served file as it is now, or (None, why) — reconstruct's stale check.
+Never blocks and never raises; the pack's reader (``packs.safeopen``) is one."""
 
 
 class ChunkSource(Protocol):
