@@ -10,7 +10,6 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,21 +34,6 @@ from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView, pack_view
 
 logger = logging.getLogger(__name__)
-
-
-def leg_executors() -> LegExecutors:
-    """Threads for overlapping a query's legs (created on first use; close with
-    `close_executors`)."""
-    return LegExecutors(
-        lexical=ThreadPoolExecutor(max_workers=4, thread_name_prefix="ep-lexical"),
-        embedding=ThreadPoolExecutor(max_workers=8, thread_name_prefix="ep-embed"),
-    )
-
-
-def close_executors(executors: LegExecutors) -> None:
-    """Stop the threads without waiting: an embedding call may hang until its HTTP timeout."""
-    executors.lexical.shutdown(wait=False, cancel_futures=True)
-    executors.embedding.shutdown(wait=False, cancel_futures=True)
 
 
 def query_embedding(embedder: Embedder | None) -> QueryEmbedding | None:
@@ -88,7 +72,7 @@ class PackRuntime:
 
     def __post_init__(self) -> None:
         if self.executors is None:
-            self.executors = self._own_executors = leg_executors()
+            self.executors = self._own_executors = LegExecutors.start()
         self.pack = self._load()
         self.view = pack_view(self.pack)
         self.reranker = make_reranker(self.settings.reranker)
@@ -276,7 +260,7 @@ class PackRuntime:
     def close(self) -> None:
         self.store.close()
         if self._own_executors is not None:
-            close_executors(self._own_executors)
+            self._own_executors.close()
 
 
 @dataclass
@@ -312,7 +296,7 @@ class Library:
         for rt in self.runtimes.values():
             rt.close()
         if self.executors is not None:
-            close_executors(self.executors)
+            self.executors.close()
 
 
 def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None:
@@ -365,7 +349,7 @@ def open_library(
     emb: Embedder | None = make_embedder(settings, env) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
     lost: list[IndexDamagedError] = []
-    executors = leg_executors()
+    executors = LegExecutors.start()
     try:
         for cfg in settings.packs:
             try:
@@ -384,7 +368,7 @@ def open_library(
         if not runtimes and lost:
             raise lost[0]
     except BaseException:
-        close_executors(executors)
+        executors.close()
         raise
     return Library(settings, runtimes, emb, executors)
 

@@ -18,7 +18,6 @@ from ep_mcp.retrieval import engine
 from ep_mcp.retrieval.engine import SearchOptions
 from ep_mcp.retrieval.source import LegExecutors, Uncached
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import close_executors, leg_executors
 
 
 class Stuck(HashingEmbedder):
@@ -38,9 +37,9 @@ class Stuck(HashingEmbedder):
 
 @pytest.fixture
 def executors() -> Iterator[LegExecutors]:
-    threads = leg_executors()
+    threads = LegExecutors.start()
     yield threads
-    close_executors(threads)
+    threads.close()
 
 
 @pytest.fixture

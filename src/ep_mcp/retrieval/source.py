@@ -11,7 +11,7 @@ and so do live file reads (``LiveFiles``): the pipeline reads nothing but throug
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
@@ -108,3 +108,16 @@ class LegExecutors:
 
     lexical: Executor  # the lexical leg while the query is embedded
     embedding: Executor  # an outside service's query embedding, waited for until a deadline
+
+    @classmethod
+    def start(cls) -> LegExecutors:
+        """Thread pools for the caller to own (threads are made on first use)."""
+        return cls(
+            lexical=ThreadPoolExecutor(max_workers=4, thread_name_prefix="ep-lexical"),
+            embedding=ThreadPoolExecutor(max_workers=8, thread_name_prefix="ep-embed"),
+        )
+
+    def close(self) -> None:
+        """Stop the threads without waiting: an embedding call may hang until its HTTP timeout."""
+        self.lexical.shutdown(wait=False, cancel_futures=True)
+        self.embedding.shutdown(wait=False, cancel_futures=True)
