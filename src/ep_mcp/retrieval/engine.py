@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
 import time
 from collections.abc import Callable
@@ -19,11 +18,11 @@ from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, QueryError
 from ep_mcp.index.records import StoredChunk
 from ep_mcp.retrieval import threshold as th
-from ep_mcp.retrieval.boosts import BoostSettings, apply_boosts, apply_filters
+from ep_mcp.retrieval.boosts import apply_boosts, apply_filters
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.expand import expand_graph, expand_requires_of
 from ep_mcp.retrieval.explain import Trace
-from ep_mcp.retrieval.fallback import FallbackWeights, score_lexically
+from ep_mcp.retrieval.fallback import score_lexically
 from ep_mcp.retrieval.fusion import fuse_rrf, fuse_weighted
 from ep_mcp.retrieval.hits import candidate_of, hit_of
 from ep_mcp.retrieval.intent import Intent, classify_intent
@@ -31,6 +30,7 @@ from ep_mcp.retrieval.legs import LegChoice, Legs, run_legs
 from ep_mcp.retrieval.mmr import cap_per_file, mmr_select
 from ep_mcp.retrieval.profile import apply_profile, profile_similarities
 from ep_mcp.retrieval.rerank import Reranker, rerank
+from ep_mcp.retrieval.settings import boost_settings, fallback_weights, threshold_settings, today_of
 from ep_mcp.retrieval.source import ChunkSource, LegExecutors, LiveFiles, QueryEmbedding
 from ep_mcp.retrieval.types import Hit, SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView
@@ -338,37 +338,3 @@ def _hits(run: _Run, final: list[Candidate]) -> tuple[Hit, ...]:
 
 def _no_live_files(path: str, length: int) -> tuple[bytes | None, str | None]:
     return None, "the pack folder is not known"
-
-
-def threshold_settings(s: RetrievalSettings) -> th.ThresholdSettings:
-    return th.ThresholdSettings(
-        s.activation_floor,
-        s.coverage_weight,
-        s.lexical_coverage_floor,
-        s.activation_model,
-        s.score_ratio,
-    )
-
-
-def boost_settings(s: RetrievalSettings) -> BoostSettings:
-    return BoostSettings(
-        s.type_match_boost,
-        s.tag_match_boost,
-        s.always_tier_boost,
-        s.length_penalty_chars,
-        s.length_penalty,
-        s.freshness_penalty,
-    )
-
-
-def fallback_weights(s: RetrievalSettings) -> FallbackWeights:
-    return FallbackWeights(
-        s.fallback_coverage_weight,
-        s.fallback_density_weight,
-        s.fallback_path_weight,
-        s.fallback_length_weight,
-    )
-
-
-def today_of(settings: RetrievalSettings) -> dt.date:
-    return dt.date.fromisoformat(settings.today) if settings.today else dt.date.today()
