@@ -11,11 +11,33 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from ep_mcp.errors import ConfigError
-from ep_mcp.index.embed.base import EmbeddingSpec
+
+
+class Transport(StrEnum):
+    """What `ep-mcp serve --config` speaks (``server.transport``); `serve PACK...` is stdio."""
+
+    HTTP = "http"
+    STDIO = "stdio"
+
+
+class Fusion(StrEnum):
+    """How the two legs' ranked lists become one (``retrieval.fusion``)."""
+
+    WEIGHTED = "weighted"  # min-max normalised, then weighted
+    RRF = "rrf"
+
+
+class VectorEngine(StrEnum):
+    """What answers vector queries (``index.vector_engine``)."""
+
+    AUTO = "auto"  # numpy scan; vec0 mirror kept when sqlite-vec loads
+    SQLITE_VEC = "sqlite-vec"
+    NUMPY = "numpy"
 
 
 @dataclass(frozen=True)
@@ -23,7 +45,7 @@ class RetrievalSettings:
     """Every constant of the retrieval pipeline (SPEC §4). Defaults are the measured winners
     (docs/bench/retrieval.md: SciFact train split and the golden sets)."""
 
-    fusion: str = "weighted"  # weighted (min-max normalised) | rrf
+    fusion: Fusion = Fusion.WEIGHTED
     rrf_k: int = 60
     vector_weight: float = 0.4  # GENERAL intent weights
     text_weight: float = 0.6
@@ -65,6 +87,7 @@ class RetrievalSettings:
     fallback_density_weight: float = 0.1
     fallback_path_weight: float = 0.1
     fallback_length_weight: float = 0.1
+    fallback_length_chars: int = 300  # chunks shorter than this lose some of the length signal
     today: str | None = None  # pin "today" (YYYY-MM-DD) for freshness; EP_EVAL_TODAY sets it
 
 
@@ -80,7 +103,7 @@ class RerankerSettings:
 
 @dataclass(frozen=True)
 class IndexSettings:
-    vector_engine: str = "auto"  # auto (numpy scan; vec0 mirror kept) | sqlite-vec | numpy
+    vector_engine: VectorEngine = VectorEngine.AUTO
     max_tokens: int = 1000  # token ceiling of one atom before it is split at ##/### headings
     context_prefix_template: str = ""  # e.g. "From {title}, section {section}." ("" = sidecar only)
     max_file_bytes: int = 2_000_000  # larger files are skipped with a warning
@@ -102,7 +125,7 @@ class PackSettings:
 @dataclass(frozen=True)
 class ServerSettings:
     # `ep-mcp serve --config FILE` speaks this (http unless stdio); `serve PACK...` stays stdio
-    transport: str = "http"
+    transport: Transport = Transport.HTTP
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "INFO"
@@ -151,6 +174,25 @@ class SkillsSettings:
 
 
 @dataclass(frozen=True)
+class EmbeddingSpec:
+    """What the settings say about the embedder (resolved once at the edge)."""
+
+    provider: str = "local"  # local | none | openai | azure-openai | gemini | voyage | <registered>
+    model: str | None = None  # provider default when None
+    dimension: int | None = None  # provider default when None (MRL truncation where supported)
+    batch_size: int = 8
+    max_tokens: int = 256  # truncation for the local model
+    timeout_s: float = 30.0  # per HTTP request while indexing
+    retries: int = 3  # while indexing; a query makes one attempt
+    query_timeout_s: float = 1.5  # per HTTP request while a query waits
+    breaker_failures: int = 3  # consecutive failures that open the circuit
+    breaker_cooldown_s: float = 30.0  # then calls fail at once this long, before one probe
+    endpoint: str | None = None  # base URL override (HTTP providers; tests point it at 127.0.0.1)
+    api_key_env: str | None = None  # env var holding the key (provider default when None)
+    cache_dir: Path | None = None  # the local model caches its optimised graph here (<home>/models)
+
+
+@dataclass(frozen=True)
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     packs: tuple[PackSettings, ...] = ()
@@ -189,6 +231,11 @@ def _coerce(value: Any, tp: Any, path: str, base: Path | None) -> Any:
         if not isinstance(value, list):
             raise ConfigError(f"{path}: expected a list, got {type(value).__name__}")
         return tuple(_coerce(v, item_tp, f"{path}[{i}]", base) for i, v in enumerate(value))
+    if isinstance(tp, type) and issubclass(tp, StrEnum):
+        allowed = [m.value for m in tp]
+        if not isinstance(value, str) or value not in allowed:
+            raise ConfigError(f"{path}: must be one of {', '.join(allowed)} — got {value!r}")
+        return tp(value)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if tp is PackSettings and isinstance(value, str):
             value = {"path": value}
@@ -250,119 +297,6 @@ def build_dataclass(cls: type[Any], data: Mapping[str, Any], path: str, base: Pa
         ) from exc
 
 
-_VALID_CHOICES: dict[str, tuple[str, ...]] = {
-    "retrieval.fusion": ("rrf", "weighted"),
-    "server.log_level": ("DEBUG", "INFO", "WARNING", "ERROR"),
-    "server.transport": ("http", "stdio"),
-}
-
-
-def validate(settings: Settings) -> None:
-    """Range and choice checks that types alone cannot express."""
-    r = settings.retrieval
-    if r.fusion not in _VALID_CHOICES["retrieval.fusion"]:
-        raise ConfigError(f"retrieval.fusion: must be one of rrf, weighted — got {r.fusion!r}")
-    for name in (
-        "mmr_lambda",
-        "graph_decay",
-        "score_ratio",
-        "vector_weight",
-        "text_weight",
-        "lexical_coverage_floor",
-        "length_penalty",
-        "freshness_penalty",
-    ):
-        v = getattr(r, name)
-        if not 0.0 <= v <= 1.0:
-            raise ConfigError(f"retrieval.{name}: must be between 0 and 1 — got {v}")
-    for name in (
-        "rrf_k",
-        "candidate_multiplier",
-        "min_candidates",
-        "lexical_time_limit_ms",
-        "query_deadline_ms",
-        "requires_max_atoms",
-        "requires_token_budget",
-    ):
-        if getattr(r, name) < 1:
-            raise ConfigError(f"retrieval.{name}: must be at least 1 — got {getattr(r, name)}")
-    for name in (
-        "graph_depth",
-        "graph_reserved_slots",
-        "requires_max_depth",
-        "max_chunks_per_file",
-        "length_penalty_chars",
-    ):
-        if getattr(r, name) < 0:
-            raise ConfigError(f"retrieval.{name}: must be 0 or more — got {getattr(r, name)}")
-    if r.today is not None:
-        import datetime
-
-        try:
-            datetime.date.fromisoformat(r.today)
-        except ValueError:
-            raise ConfigError(
-                f"retrieval.today: must be a date YYYY-MM-DD — got {r.today!r}"
-            ) from None
-    sk, srv = settings.skills, settings.server
-    at_least: tuple[tuple[str, float, float], ...] = (
-        ("reranker.pool", settings.reranker.pool, 1),
-        ("reranker.max_chars", settings.reranker.max_chars, 1),
-        ("index.max_file_bytes", settings.index.max_file_bytes, 1),
-        ("server.max_body_bytes", srv.max_body_bytes, 1),
-        ("server.rate_limit_per_minute", srv.rate_limit_per_minute, 0),
-        ("server.artifact_poll_s", srv.artifact_poll_s, 0),
-        ("skills.rrf_k", sk.rrf_k, 1),
-        ("skills.llm_top", sk.llm_top, 1),
-        ("skills.read_max_chars", sk.read_max_chars, 1),
-    )
-    for key, value, low in at_least:
-        if value < low:
-            raise ConfigError(f"{key}: must be at least {low} — got {value}")
-    emb = settings.embedding
-    if emb.breaker_failures < 1:
-        raise ConfigError(
-            f"embedding.breaker_failures: must be at least 1 — got {emb.breaker_failures}"
-        )
-    for key, seconds in (
-        ("embedding.timeout_s", emb.timeout_s),
-        ("embedding.query_timeout_s", emb.query_timeout_s),
-        ("embedding.breaker_cooldown_s", emb.breaker_cooldown_s),
-        ("skills.llm_timeout_s", sk.llm_timeout_s),
-        ("skills.clone_timeout_s", sk.clone_timeout_s),
-        ("skills.discover_timeout_s", sk.discover_timeout_s),
-    ):
-        if not seconds > 0:
-            raise ConfigError(f"{key}: must be a number of seconds above 0 — got {seconds}")
-    if settings.server.transport not in _VALID_CHOICES["server.transport"]:
-        raise ConfigError(
-            f"server.transport: must be http or stdio — got {settings.server.transport!r}"
-        )
-    if settings.server.log_level.upper() not in _VALID_CHOICES["server.log_level"]:
-        raise ConfigError("server.log_level: must be one of DEBUG, INFO, WARNING, ERROR")
-    if not 0 < settings.server.port < 65536:
-        raise ConfigError(f"server.port: must be 1..65535 — got {settings.server.port}")
-    if settings.index.max_tokens < 32:
-        raise ConfigError("index.max_tokens: must be at least 32")
-    if settings.index.vector_engine not in ("auto", "sqlite-vec", "numpy"):
-        raise ConfigError(
-            "index.vector_engine: must be auto, sqlite-vec or numpy — "
-            f"got {settings.index.vector_engine!r}"
-        )
-    slugs = [p.slug for p in settings.packs if p.slug]
-    dupes = {s for s in slugs if slugs.count(s) > 1}
-    if dupes:
-        raise ConfigError(
-            f"packs: duplicate slug(s) {', '.join(sorted(dupes))} — give each pack a unique slug"
-        )
-    kinds = (None, "expertpack", "skills", "markdown")
-    for i, p in enumerate(settings.packs):
-        if p.kind not in kinds:
-            raise ConfigError(
-                f"packs[{i}].kind: must be expertpack, skills or markdown — got {p.kind!r}"
-            )
-
-
 def default_home(env: Mapping[str, str]) -> Path:
     """ep-mcp's per-user folder: $EP_MCP_HOME, else $XDG_DATA_HOME/ep-mcp, else ~/.local/share."""
     if env.get("EP_MCP_HOME"):
@@ -392,5 +326,7 @@ def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = Non
         data = loaded
         base = path.resolve().parent
     settings: Settings = build_dataclass(Settings, data or {}, "", base)
+    from ep_mcp.config_checks import validate
+
     validate(settings)
     return settings

@@ -6,6 +6,7 @@ server and the HTTP app all go through it; none of them touches the store or the
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -23,12 +24,25 @@ from ep_mcp.index.locate import index_path
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Pack
+from ep_mcp.packs.safeopen import read_live_prefix
 from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.engine import SearchOptions
+from ep_mcp.retrieval.legs import LegChoice
 from ep_mcp.retrieval.rerank import Reranker, make_reranker
+from ep_mcp.retrieval.source import LegExecutors, QueryEmbedding, Uncached
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView, pack_view
 
 logger = logging.getLogger(__name__)
+
+
+def query_embedding(embedder: Embedder | None) -> QueryEmbedding | None:
+    """How the engine embeds a query: through the embedder's query cache when it has one."""
+    from ep_mcp.index.embed.cache import QueryEmbeddingCache
+
+    if embedder is None:
+        return None
+    return embedder if isinstance(embedder, QueryEmbeddingCache) else Uncached(embedder)
 
 
 def token_counter() -> Callable[[str], int]:
@@ -46,6 +60,7 @@ class PackRuntime:
     settings: Settings
     embedder: Embedder | None
     home: Path
+    executors: LegExecutors | None = None  # shared threads (the library's); else its own
     pack: Pack = field(init=False)
     store: Store = field(init=False)
     view: PackView = field(init=False)  # what the retrieval stages need of the pack, as data
@@ -53,8 +68,11 @@ class PackRuntime:
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
     _profiles: dict[str, Any] | None = field(default=None, init=False, repr=False)
     _recovered: BuildReport | None = field(default=None, init=False, repr=False)
+    _own_executors: LegExecutors | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.executors is None:
+            self.executors = self._own_executors = LegExecutors.start()
         self.pack = self._load()
         self.view = pack_view(self.pack)
         self.reranker = make_reranker(self.settings.reranker)
@@ -194,24 +212,34 @@ class PackRuntime:
             return report
 
     def search(
-        self, request: SearchRequest, *, query_embedder: Embedder | None = None
+        self,
+        request: SearchRequest,
+        *,
+        query_embedder: Embedder | None = None,
+        legs: LegChoice = "both",
     ) -> SearchResult:
-        """Answer one query; ``query_embedder`` overrides how the query is embedded (benches)."""
+        """Answer one query; ``query_embedder`` overrides how the query is embedded and
+        ``legs`` runs one leg alone (benchmarks)."""
         embedder = query_embedder or self.embedder
-        embed = embedder.embed_query if embedder is not None else None
-        deadline = self.settings.retrieval.query_deadline_ms if is_bounded(embedder) else None
+        view = self.view
+        options = SearchOptions(
+            view=view,
+            embed_profile=self._profile_vector if self.embedder is not None else None,
+            reranker=self.reranker,
+            rerank_pool=self.settings.reranker.pool,
+            deadline_ms=self.settings.retrieval.query_deadline_ms if is_bounded(embedder) else None,
+            executors=self.executors,
+            live_files=functools.partial(read_live_prefix, view.root),
+            legs=legs,
+        )
         try:
             return engine.search(
                 self.store,
                 self.slug,
                 request,
                 self.settings.retrieval,
-                embed,
-                view=self.view,
-                embed_profile=self._profile_vector if self.embedder is not None else None,
-                reranker=self.reranker,
-                rerank_pool=self.settings.reranker.pool,
-                deadline_ms=deadline,
+                query_embedding(embedder),
+                options,
             )
         except integrity.DAMAGE_ERRORS as exc:
             raise self._damaged(exc) from exc
@@ -231,6 +259,8 @@ class PackRuntime:
 
     def close(self) -> None:
         self.store.close()
+        if self._own_executors is not None:
+            self._own_executors.close()
 
 
 @dataclass
@@ -240,6 +270,7 @@ class Library:
     settings: Settings
     runtimes: dict[str, PackRuntime]
     embedder: Embedder | None
+    executors: LegExecutors | None = None  # owned: shut down by close()
 
     def get(self, slug: str | None = None) -> PackRuntime:
         if slug is None:
@@ -264,6 +295,8 @@ class Library:
     def close(self) -> None:
         for rt in self.runtimes.values():
             rt.close()
+        if self.executors is not None:
+            self.executors.close()
 
 
 def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None:
@@ -316,23 +349,28 @@ def open_library(
     emb: Embedder | None = make_embedder(settings, env) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
     lost: list[IndexDamagedError] = []
-    for cfg in settings.packs:
-        try:
-            rt = _open_pack(cfg, settings, emb, home, build, show_progress)
-        except IndexDamagedError as exc:  # several packs: serve the others without this one
-            if len(settings.packs) == 1:
-                raise
-            logger.error("%s — serving the other packs without it", exc)
-            lost.append(exc)
-            continue
-        if rt.slug in runtimes:
-            raise NotFoundError(
-                f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
-            )
-        runtimes[rt.slug] = rt
-    if not runtimes and lost:
-        raise lost[0]
-    return Library(settings, runtimes, emb)
+    executors = LegExecutors.start()
+    try:
+        for cfg in settings.packs:
+            try:
+                rt = _open_pack(cfg, settings, emb, home, build, show_progress, executors)
+            except IndexDamagedError as exc:  # several packs: serve the others without this one
+                if len(settings.packs) == 1:
+                    raise
+                logger.error("%s — serving the other packs without it", exc)
+                lost.append(exc)
+                continue
+            if rt.slug in runtimes:
+                raise NotFoundError(
+                    f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
+                )
+            runtimes[rt.slug] = rt
+        if not runtimes and lost:
+            raise lost[0]
+    except BaseException:
+        executors.close()
+        raise
+    return Library(settings, runtimes, emb, executors)
 
 
 def _open_pack(
@@ -342,6 +380,7 @@ def _open_pack(
     home: Path,
     build: bool,
     show_progress: bool | None,
+    executors: LegExecutors,
 ) -> PackRuntime:
     """Open one pack and update its index; damage met while updating is rebuilt once."""
     if cfg.artifact is not None:  # a published artifact: its current version, read-only
@@ -349,7 +388,7 @@ def _open_pack(
 
         cfg = served_settings(cfg)
     for attempt in (1, 2):
-        rt = PackRuntime(cfg, settings, embedder, home)
+        rt = PackRuntime(cfg, settings, embedder, home, executors)
         if not build or cfg.read_only:
             return rt
         try:

@@ -15,6 +15,8 @@ from ep_mcp.index.embed import HashingEmbedder, Matrix
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.engine import SearchOptions
+from ep_mcp.retrieval.source import LegExecutors, Uncached
 from ep_mcp.retrieval.types import SearchRequest
 
 
@@ -34,6 +36,13 @@ class Stuck(HashingEmbedder):
 
 
 @pytest.fixture
+def executors() -> Iterator[LegExecutors]:
+    threads = LegExecutors.start()
+    yield threads
+    threads.close()
+
+
+@pytest.fixture
 def store(tmp_path: Path) -> Iterator[tuple[Store, Stuck]]:
     root = tmp_path / "pack"
     root.mkdir()
@@ -47,7 +56,7 @@ def store(tmp_path: Path) -> Iterator[tuple[Store, Stuck]]:
 
 
 def test_a_query_past_its_deadline_answers_lexically_with_a_note(
-    store: tuple[Store, Stuck],
+    store: tuple[Store, Stuck], executors: LegExecutors
 ) -> None:
     s, embedder = store
     result = engine.search(
@@ -55,8 +64,8 @@ def test_a_query_past_its_deadline_answers_lexically_with_a_note(
         "p",
         SearchRequest("kiln clay"),
         RetrievalSettings(query_deadline_ms=50),
-        embedder.embed_query,
-        deadline_ms=50,
+        Uncached(embedder),
+        SearchOptions(deadline_ms=50, executors=executors),
     )
     assert result.mode == "lexical"
     assert result.hits[0].source_file == "kiln.md"
@@ -66,7 +75,9 @@ def test_a_query_past_its_deadline_answers_lexically_with_a_note(
     )
 
 
-def test_a_query_within_its_deadline_is_hybrid(store: tuple[Store, Stuck]) -> None:
+def test_a_query_within_its_deadline_is_hybrid(
+    store: tuple[Store, Stuck], executors: LegExecutors
+) -> None:
     s, embedder = store
     embedder.release.set()
     result = engine.search(
@@ -74,8 +85,8 @@ def test_a_query_within_its_deadline_is_hybrid(store: tuple[Store, Stuck]) -> No
         "p",
         SearchRequest("kiln clay"),
         RetrievalSettings(),
-        embedder.embed_query,
-        deadline_ms=10_000,
+        Uncached(embedder),
+        SearchOptions(deadline_ms=10_000, executors=executors),
     )
     assert result.mode == "hybrid" and not result.notes
     assert np.isfinite(result.hits[0].score)

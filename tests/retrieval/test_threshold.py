@@ -18,6 +18,14 @@ FLOORS = ThresholdSettings(
     coverage_weight=0.2,
     lexical_coverage_floor=0.25,
     calibrated_for="local/minilm",
+    score_ratio=0.0,
+)
+NO_FLOORS = ThresholdSettings(
+    activation_floor=0.0,
+    coverage_weight=0.2,
+    lexical_coverage_floor=0.0,
+    calibrated_for="*",
+    score_ratio=0.0,
 )
 
 
@@ -58,8 +66,8 @@ def test_the_floor_is_skipped_for_a_model_it_was_not_calibrated_for() -> None:
 
 
 def test_with_every_floor_at_zero_nothing_is_negative() -> None:
-    assert not is_negative(ev(0.0, 0.0), ThresholdSettings(), "m")
-    assert not is_negative(ev(None, 0.0), ThresholdSettings(), None)
+    assert not is_negative(ev(0.0, 0.0), NO_FLOORS, "m")
+    assert not is_negative(ev(None, 0.0), NO_FLOORS, None)
 
 
 def test_gather_evidence_takes_the_best_covered_lexical_hit() -> None:

@@ -20,12 +20,14 @@ from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.store import ChunkRecord, FileRecord, FileWrite, Store
 from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.engine import SearchOptions
+from ep_mcp.retrieval.legs import LegChoice
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.runtime import PackRuntime, make_embedder
 
 logger = logging.getLogger(__name__)
 
-MODES = {"hybrid": "both", "lexical": "lexical", "dense": "vector"}
+MODES: dict[str, LegChoice] = {"hybrid": "both", "lexical": "lexical", "dense": "vector"}
 
 
 def run_beir(
@@ -60,7 +62,7 @@ def run_beir(
         legs = MODES[mode]
 
         def answer(query: str) -> list[str]:
-            result = rt.search(SearchRequest(query=query, k=k, legs=legs))
+            result = rt.search(SearchRequest(query=query, k=k), legs=legs)
             return [mapping.get(h.source_file, h.source_file) for h in result.hits]
 
         ndcg, recall, took = evaluate_run(data, answer)
@@ -133,10 +135,11 @@ def query_latency(
         del vectors
         out.append(latency("cached query embedding", warm))
     lexical = []
+    options = SearchOptions(view=rt.view)
     for _ in range(repeats):
         for q in queries:
             t = time.perf_counter()
-            engine.search(rt.store, rt.slug, SearchRequest(q, k=k), settings, None, view=rt.view)
+            engine.search(rt.store, rt.slug, SearchRequest(q, k=k), settings, None, options)
             lexical.append((time.perf_counter() - t) * 1000)
     out.append(latency("lexical mode (no vectors)", lexical))
     return out

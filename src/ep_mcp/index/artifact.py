@@ -285,9 +285,9 @@ _RO_URI = 0x00000001 | 0x00000040  # SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
 
 def known_schema() -> int:
     """The newest index schema this ep-mcp reads and writes (its number of migrations)."""
-    from ep_mcp.index import store
+    from ep_mcp.index.schema import MIGRATIONS
 
-    return len(store._MIGRATIONS)
+    return len(MIGRATIONS)
 
 
 def check(version_dir: Path) -> Manifest:

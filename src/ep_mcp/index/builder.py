@@ -21,7 +21,9 @@ from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.chunker import Chunk, chunk_document
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.progress import Progress
-from ep_mcp.index.store import FORMAT_VERSION, ChunkRecord, FileRecord, FileWrite, Store
+from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite
+from ep_mcp.index.schema import FORMAT_VERSION
+from ep_mcp.index.store import Store
 from ep_mcp.packs.models import Document, Pack
 
 logger = logging.getLogger(__name__)

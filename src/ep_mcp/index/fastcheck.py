@@ -28,7 +28,8 @@ import apsw
 
 from ep_mcp.errors import EpMcpError
 from ep_mcp.index.locate import existing_index
-from ep_mcp.index.store import FORMAT_VERSION, Store
+from ep_mcp.index.schema import FORMAT_VERSION
+from ep_mcp.index.store import Store
 
 if TYPE_CHECKING:
     from ep_mcp.config import IndexSettings, PackSettings

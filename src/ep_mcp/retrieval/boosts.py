@@ -11,12 +11,14 @@ from ep_mcp.retrieval.candidates import Candidate, by_score
 
 @dataclass(frozen=True)
 class BoostSettings:
-    type_match_boost: float = 0.05
-    tag_match_boost: float = 0.03
-    always_tier_boost: float = 0.03
-    length_penalty_chars: int = 80
-    length_penalty: float = 0.15
-    freshness_penalty: float = 0.0
+    """The boost stage's part of ``RetrievalSettings`` (built by ``retrieval.settings``)."""
+
+    type_match_boost: float
+    tag_match_boost: float
+    always_tier_boost: float
+    length_penalty_chars: int
+    length_penalty: float
+    freshness_penalty: float
 
 
 def apply_filters(

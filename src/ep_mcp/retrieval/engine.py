@@ -1,45 +1,37 @@
-"""The search pipeline (SPEC §4): the store answers the two legs, pure stages do the ranking.
+"""The search pipeline (SPEC §4): a ``ChunkSource`` answers the two legs, pure stages rank.
 
-Order: intent → lexical + vector legs → fusion (or lexical fallback scoring) → filters →
-activation test → relative drop → boosts/penalties → optional rerank over a wide pool → MMR
-with a per-file cap → optional graph expansion with reserved slots → slice to k → ``requires:``
-expansion appended after the slice → hits with freshness (and reconstruct provenance).
+``search`` reads as the list of stages; each is a call below, in the order it runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
-import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, QueryError
-from ep_mcp.index.embed.breaker import ProviderUnavailableError
-from ep_mcp.index.store import Store, StoredChunk
-from ep_mcp.packs.safeopen import read_live_prefix
+from ep_mcp.index.records import StoredChunk
 from ep_mcp.retrieval import threshold as th
-from ep_mcp.retrieval.boosts import BoostSettings, apply_boosts, apply_filters
+from ep_mcp.retrieval.boosts import apply_boosts, apply_filters
 from ep_mcp.retrieval.candidates import Candidate
+from ep_mcp.retrieval.expand import expand_graph, expand_requires_of
 from ep_mcp.retrieval.explain import Trace
-from ep_mcp.retrieval.fallback import FallbackWeights, score_lexically
-from ep_mcp.retrieval.freshness import freshness
+from ep_mcp.retrieval.fallback import score_lexically
 from ep_mcp.retrieval.fusion import fuse_rrf, fuse_weighted
-from ep_mcp.retrieval.graph import graph_neighbours, merge_reserved
+from ep_mcp.retrieval.hits import candidate_of, hit_of
 from ep_mcp.retrieval.intent import Intent, classify_intent
-from ep_mcp.retrieval.lexical import query_terms
+from ep_mcp.retrieval.legs import LegChoice, Legs, run_legs
 from ep_mcp.retrieval.mmr import cap_per_file, mmr_select
 from ep_mcp.retrieval.profile import apply_profile, profile_similarities
-from ep_mcp.retrieval.reconstruct import provenance, span_changed
-from ep_mcp.retrieval.requires import expand_requires
 from ep_mcp.retrieval.rerank import Reranker, rerank
+from ep_mcp.retrieval.settings import boost_settings, fallback_weights, threshold_settings, today_of
+from ep_mcp.retrieval.source import ChunkSource, LegExecutors, LiveFiles, QueryEmbedding
 from ep_mcp.retrieval.types import Hit, SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView
 
@@ -52,174 +44,137 @@ HEAD_MARGIN = 20  # fused candidates read beyond k (filters read the whole pool)
 PROFILE_HEAD = 30  # candidates whose file profile is compared with the query
 
 
-@dataclasses.dataclass(frozen=True)
-class Legs:
-    """The raw answers of the two legs (exposed for benchmarks and tuning)."""
+@dataclass(frozen=True)
+class SearchOptions:
+    """How one search runs, apart from what it asks (``SearchRequest``) and the settings.
 
-    terms: tuple[str, ...]
-    lexical: list[tuple[int, float]]
-    dense: list[tuple[int, float]]
-    notes: tuple[str, ...] = ()
-    query_vector: npt.NDArray[np.float32] | None = None
+    ``embed_profile`` gives the vector of a file's profile line (the runtime keeps them per pack
+    version); without it the query embedder is used. ``deadline_ms`` bounds the wait for an
+    outside embedding service (query and profiles); past it the answer is lexical. The legs
+    overlap on ``executors`` (the caller's threads) when given. ``live_files`` reads the served
+    files for reconstruct's stale check. ``legs`` runs one leg alone (benchmarks).
+    """
+
+    view: PackView = dataclasses.field(default_factory=PackView)
+    embed_profile: QueryEmbed | None = None
+    reranker: Reranker | None = None
+    rerank_pool: int = 30
+    deadline_ms: int | None = None
+    executors: LegExecutors | None = None
+    live_files: LiveFiles | None = None
+    legs: LegChoice = "both"
 
 
-def run_legs(
-    store: Store,
+@dataclass
+class _Run:
+    """One search in flight: what every stage may read."""
+
+    source: ChunkSource
+    request: SearchRequest
+    settings: RetrievalSettings
+    options: SearchOptions
+    trace: Trace
+    deadline: float | None  # time.monotonic() seconds
+    legs: Legs = dataclasses.field(init=False)
+    rows: dict[int, StoredChunk] = dataclasses.field(default_factory=dict)
+
+    @property
+    def view(self) -> PackView:
+        return self.options.view
+
+    def in_time(self) -> bool:
+        return self.deadline is None or time.monotonic() < self.deadline
+
+
+def search(
+    source: ChunkSource,
+    slug: str,
     request: SearchRequest,
     settings: RetrievalSettings,
-    embed_query: QueryEmbed | None,
-    pool: int,
-    deadline: float | None = None,
-) -> Legs:
-    """Lexical (any-term BM25) and vector legs; an embedding failure leaves the dense leg empty.
+    query: QueryEmbedding | None,
+    options: SearchOptions | None = None,
+) -> SearchResult:
+    """Run one query against one pack's index, stage by stage."""
+    started = time.perf_counter()
+    if not request.query.strip() and request.vector is None:
+        raise QueryError("the query is empty — pass some words to search for")
+    options = options or SearchOptions()
+    deadline_ms = options.deadline_ms
+    deadline = time.monotonic() + deadline_ms / 1000.0 if deadline_ms is not None else None
+    run = _Run(source, request, settings, options, Trace(enabled=request.explain), deadline)
 
-    When the query must be embedded, the two legs overlap on two threads (SQLite, onnxruntime
-    and sockets all release the GIL). With a ``deadline`` (``time.monotonic()`` seconds: the
-    embedder calls an outside service) the embedding runs on the other thread and is waited for
-    only until then; past it the answer is lexical, with a note.
-    """
-    terms = tuple(query_terms(request.query))
+    intent = _intent(run)
+    run.legs = _legs(run, query, intent)
+    cands = _fuse(run, intent)
+    evidence = _evidence(run)
+    cands = apply_filters(cands, request.type, request.tags)
+    notes = [*run.legs.notes, *_pending_note(run)]
+    cands = _threshold(run, cands, evidence)
+    scale = max((c.score for c in cands), default=0.0)
+    cands = _boost(run, cands, scale)
+    cands = _profile(run, cands, query, scale)
+    cands = _rerank(run, cands)
+    picked = _diversify(run, cands)
+    top = _expand_graph(run, picked)
+    final = [*top, *_expand_requires(run, top)]
+    hits = _hits(run, final)
 
-    def lexical_leg() -> list[tuple[int, float]]:
-        if request.legs == "vector":
-            return []
-        return store.lexical_top(
-            terms,
-            pool,
-            weights=(settings.text_column_weight, settings.title_weight, settings.heading_weight),
-            time_limit_ms=settings.lexical_time_limit_ms,
-        )
-
-    embeds = (
-        request.legs != "lexical"
-        and request.vector is None
-        and embed_query is not None
-        and store.has_vectors()
-    )
-    notes: list[str] = []
-    qvec: npt.NDArray[np.float32] | None = None
-    if request.vector is not None and request.legs != "lexical":
-        qvec = np.asarray(request.vector, dtype=np.float32)
-        lexical = lexical_leg()
-    elif not embeds or _is_cached(embed_query, request.query):
-        lexical = lexical_leg()
-        if embeds:
-            qvec = _embed_now(embed_query, request.query, notes)
-    elif deadline is None:
-        beside = _legs_pool().submit(lexical_leg)
-        try:
-            qvec = _embed_now(embed_query, request.query, notes)
-        finally:
-            lexical = beside.result()
-    else:
-        assert embed_query is not None
-        waiting = _embed_pool().submit(embed_query, request.query)
-        lexical = lexical_leg()
-        qvec = _embed_by(waiting, deadline, settings.query_deadline_ms, notes)
-    dense = store.vector_top(qvec, pool) if qvec is not None else []
-    return Legs(terms, lexical, dense, tuple(notes), qvec if dense else None)
-
-
-def _embed_now(
-    embed_query: QueryEmbed | None, query: str, notes: list[str]
-) -> npt.NDArray[np.float32] | None:
-    assert embed_query is not None
-    try:
-        return embed_query(query)
-    except EmbeddingError as exc:
-        notes.append(_embedding_note(exc))
-        return None
-
-
-def _embed_by(
-    waiting: Future[npt.NDArray[np.float32]], deadline: float, budget_ms: int, notes: list[str]
-) -> npt.NDArray[np.float32] | None:
-    """The query vector if it arrives before ``deadline``; else None and a note saying why."""
-    try:
-        return waiting.result(timeout=max(0.0, deadline - time.monotonic()))
-    except FutureTimeout:
-        logger.warning("query embedding missed the %d ms deadline — lexical only", budget_ms)
-        notes.append(
-            f"the embedding provider did not answer within {budget_ms} ms "
-            "(retrieval.query_deadline_ms) — answered lexically"
-        )
-        return None
-    except EmbeddingError as exc:
-        notes.append(_embedding_note(exc))
-        return None
-
-
-def _embedding_note(exc: EmbeddingError) -> str:
-    if isinstance(exc, ProviderUnavailableError):  # already says why, what happens and when
-        logger.info("query embedding skipped: %s", exc)
-        return str(exc)
-    logger.warning("query embedding failed (%s) — lexical only", exc)
-    return f"embedding failed, answered lexically: {exc}"
-
-
-def _is_cached(embed_query: QueryEmbed | None, query: str) -> bool:
-    """A cached query embedding costs microseconds: then a thread hand-off would only cost."""
-    owner = getattr(embed_query, "__self__", None)
-    is_cached = getattr(owner, "is_cached", None)
-    return bool(is_cached(query)) if callable(is_cached) else False
-
-
-_pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-
-
-def _legs_pool() -> ThreadPoolExecutor:
-    """Threads for the lexical leg while the query is embedded (created on first use)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ep-lexical")
-        return _pool
-
-
-_embed_pool_ref: ThreadPoolExecutor | None = None
-
-
-def _embed_pool() -> ThreadPoolExecutor:
-    """Threads that call an outside embedding service while the query waits with a deadline.
-
-    Apart from the lexical threads, so calls that hang (until their own HTTP timeout) never
-    hold up a lexical leg.
-    """
-    global _embed_pool_ref
-    with _pool_lock:
-        if _embed_pool_ref is None:
-            _embed_pool_ref = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ep-embed")
-        return _embed_pool_ref
-
-
-def _candidate(
-    sc: StoredChunk,
-    score: float,
-    lex: dict[int, tuple[int, float]],
-    vec: dict[int, tuple[int, float]],
-    view: PackView,
-) -> Candidate:
-    lr, ls = lex.get(sc.id, (None, None))
-    vr, vs = vec.get(sc.id, (None, None))
-    return Candidate(
-        chunk_id=sc.id,
-        path=sc.file.path,
-        score=score,
-        fused=score,
-        lexical_rank=lr,
-        lexical_score=ls,
-        vector_rank=vr,
-        vector_score=vs,
-        type=sc.file.type,
-        tags=sc.file.tags,
-        always=bool(sc.file.info.get("always")) or sc.file.path in view.always,
-        chars=len(sc.chunk.text),
-        tokens=sc.chunk.tokens,
+    legs = run.legs
+    mode = "hybrid" if legs.dense and legs.lexical else "vector" if legs.dense else "lexical"
+    return SearchResult(
+        query=request.query,
+        pack=slug,
+        mode=mode if hits else "empty",
+        hits=hits,
+        intent=intent.name,
+        took_ms=(time.perf_counter() - started) * 1000,
+        notes=tuple(notes),
+        explain=run.trace.export(final),
     )
 
 
-def _fuse(legs: Legs, intent: Intent, settings: RetrievalSettings) -> list[tuple[int, float]]:
+def _intent(run: _Run) -> Intent:
+    s = run.settings
+    if s.intent_routing:
+        return classify_intent(run.request.query, s.vector_weight)
+    return Intent("GENERAL", s.vector_weight, s.text_weight)
+
+
+def _legs(run: _Run, query: QueryEmbedding | None, intent: Intent) -> Legs:
+    s, request = run.settings, run.request
+    pool = max(s.min_candidates, request.k * s.candidate_multiplier)
+    executors, choice = run.options.executors, run.options.legs
+    legs = run_legs(run.source, request, s, query, pool, run.deadline, executors, choice)
+    run.trace.legs(legs.lexical, legs.dense, intent)
+    return legs
+
+
+def _fuse(run: _Run, intent: Intent) -> list[Candidate]:
+    """Fusion of the two legs (or lexical fallback scoring), over the head the answer can use.
+
+    Only the head of the fused list can reach the answer (boosts are small): only it is read,
+    with the top lexical hits the activation test looks at.
+    """
+    legs, request, s, view = run.legs, run.request, run.settings, run.view
+    lex = {cid: (r, sc) for r, (cid, sc) in enumerate(legs.lexical, start=1)}
+    vec = {cid: (r, sc) for r, (cid, sc) in enumerate(legs.dense, start=1)}
+    fused = _fused(legs, intent, s) if legs.dense else [(cid, sc) for cid, sc in legs.lexical]
+    head = (
+        fused if request.type or request.tags else fused[: request.k + max(HEAD_MARGIN, request.k)]
+    )
+    wanted = [cid for cid, _ in head] + [cid for cid, _ in legs.lexical[:EVIDENCE_LEXICAL_TOP]]
+    run.rows = rows = run.source.chunks_by_ids(list(dict.fromkeys(wanted)))
+    cands = [candidate_of(rows[cid], sc, lex, vec, view) for cid, sc in head if cid in rows]
+    cands = [c for c in cands if c.path not in view.navigation]
+    if not legs.dense:
+        texts = {c.chunk_id: rows[c.chunk_id].chunk.text for c in cands}
+        cands = score_lexically(legs.terms, cands, texts, fallback_weights(s))
+        cands = [dataclasses.replace(c, fused=c.score) for c in cands]
+    run.trace.stage("fusion", cands, f"{s.fusion if legs.dense else 'lexical fallback'}")
+    return cands
+
+
+def _fused(legs: Legs, intent: Intent, settings: RetrievalSettings) -> list[tuple[int, float]]:
     lists = {"lexical": legs.lexical, "vector": legs.dense}
     weights = {"lexical": intent.text_weight, "vector": intent.vector_weight}
     if settings.fusion == "weighted":
@@ -229,372 +184,157 @@ def _fuse(legs: Legs, intent: Intent, settings: RetrievalSettings) -> list[tuple
     return fuse_rrf(lists, k=settings.rrf_k)
 
 
-def threshold_settings(s: RetrievalSettings) -> th.ThresholdSettings:
-    return th.ThresholdSettings(
-        s.activation_floor,
-        s.coverage_weight,
-        s.lexical_coverage_floor,
-        s.activation_model,
-        s.score_ratio,
-    )
-
-
-def boost_settings(s: RetrievalSettings) -> BoostSettings:
-    return BoostSettings(
-        s.type_match_boost,
-        s.tag_match_boost,
-        s.always_tier_boost,
-        s.length_penalty_chars,
-        s.length_penalty,
-        s.freshness_penalty,
-    )
-
-
-def today_of(settings: RetrievalSettings) -> dt.date:
-    return dt.date.fromisoformat(settings.today) if settings.today else dt.date.today()
-
-
-def search(
-    store: Store,
-    slug: str,
-    request: SearchRequest,
-    settings: RetrievalSettings,
-    embed_query: QueryEmbed | None,
-    *,
-    view: PackView | None = None,
-    embed_profile: QueryEmbed | None = None,
-    reranker: Reranker | None = None,
-    rerank_pool: int = 30,
-    deadline_ms: int | None = None,
-) -> SearchResult:
-    """Run one query against one pack's index.
-
-    ``embed_profile`` gives the vector of a file's profile line (the runtime keeps them per pack
-    version); without it the query embedder is used. ``deadline_ms`` bounds the wait for an
-    outside embedding service (query and profiles); past it the answer is lexical.
-    """
-    started = time.perf_counter()
-    deadline = time.monotonic() + deadline_ms / 1000.0 if deadline_ms is not None else None
-    if not request.query.strip() and request.vector is None:
-        raise QueryError("the query is empty — pass some words to search for")
-    view = view or PackView()
-    trace = Trace(enabled=request.explain)
-    intent = (
-        classify_intent(request.query, settings.vector_weight)
-        if settings.intent_routing
-        else Intent("GENERAL", settings.vector_weight, settings.text_weight)
-    )
-    pool = max(settings.min_candidates, request.k * settings.candidate_multiplier)
-    legs = run_legs(store, request, settings, embed_query, pool, deadline)
-    mode = "hybrid" if legs.dense and legs.lexical else "vector" if legs.dense else "lexical"
-    trace.legs(legs.lexical, legs.dense, intent)
-
-    lex = {cid: (r, s) for r, (cid, s) in enumerate(legs.lexical, start=1)}
-    vec = {cid: (r, s) for r, (cid, s) in enumerate(legs.dense, start=1)}
-    fused = _fuse(legs, intent, settings) if legs.dense else [(cid, s) for cid, s in legs.lexical]
-    # Only the head of the fused list can reach the answer (boosts are small): read just it.
-    head = (
-        fused if request.type or request.tags else fused[: request.k + max(HEAD_MARGIN, request.k)]
-    )
-    wanted = [cid for cid, _ in head] + [cid for cid, _ in legs.lexical[:EVIDENCE_LEXICAL_TOP]]
-    rows = store.chunks_by_ids(list(dict.fromkeys(wanted)))
-    cands = [_candidate(rows[cid], s, lex, vec, view) for cid, s in head if cid in rows]
-    cands = [c for c in cands if c.path not in view.navigation]
-    if not legs.dense:
-        fw = FallbackWeights(
-            settings.fallback_coverage_weight,
-            settings.fallback_density_weight,
-            settings.fallback_path_weight,
-            settings.fallback_length_weight,
-        )
-        texts = {c.chunk_id: rows[c.chunk_id].chunk.text for c in cands}
-        cands = score_lexically(legs.terms, cands, texts, fw)
-        cands = [dataclasses.replace(c, fused=c.score) for c in cands]
-    trace.stage("fusion", cands, f"{settings.fusion if legs.dense else 'lexical fallback'}")
-
-    evidence = th.gather_evidence(
+def _evidence(run: _Run) -> th.Evidence:
+    legs, rows = run.legs, run.rows
+    return th.gather_evidence(
         legs.terms,
         [rows[cid].chunk.text for cid, _ in legs.lexical[:EVIDENCE_LEXICAL_TOP] if cid in rows],
         [s for _, s in legs.dense],
     )
-    cands = apply_filters(cands, request.type, request.tags)
-    notes = list(legs.notes)
-    waiting = store.pending_count() if request.legs != "lexical" else 0
-    if waiting:
-        notes.append(
-            f"{waiting} chunk(s) await embeddings (the provider failed during indexing) — they "
-            "are found by words only until `ep-mcp index` (or the server) embeds them"
-        )
-    if settings.adaptive_threshold and _negative(store, request, settings, evidence):
-        act = th.activation(evidence, settings.coverage_weight)
-        floor = settings.activation_floor if act is not None else settings.lexical_coverage_floor
+
+
+def _pending_note(run: _Run) -> list[str]:
+    waiting = run.source.pending_count() if run.options.legs != "lexical" else 0
+    if not waiting:
+        return []
+    return [
+        f"{waiting} chunk(s) await embeddings (the provider failed during indexing) — they "
+        "are found by words only until `ep-mcp index` (or the server) embeds them"
+    ]
+
+
+def _threshold(run: _Run, cands: list[Candidate], evidence: th.Evidence) -> list[Candidate]:
+    """Nothing activated: an empty answer; else drop what scores far below the best."""
+    s = run.settings
+    if not s.adaptive_threshold:
+        return cands
+    if _negative(run, evidence):
+        act = th.activation(evidence, s.coverage_weight)
+        floor = s.activation_floor if act is not None else s.lexical_coverage_floor
         shown = f"activation {act:.3f}" if act is not None else f"coverage {evidence.coverage:.2f}"
-        trace.note(
+        run.trace.note(
             "threshold",
             f"nothing activated: {shown} < floor {floor} ({evidence.describe()}) — empty answer",
         )
-        cands = []
-    elif settings.adaptive_threshold:
-        kept = th.drop_far_below(cands, settings.score_ratio)
-        trace.dropped("threshold", cands, kept, evidence.describe())
-        cands = kept
-
-    scale = max((c.score for c in cands), default=0.0)
-    cands = apply_boosts(
-        cands,
-        boost_settings(settings),
-        type_hint=request.type_hint,
-        tag_hints=request.tag_hints,
-        scale=scale,
-    )
-    trace.stage("boosts", cands, "type/tag hints, always tier, length and freshness penalties")
-
-    if (
-        settings.profile_weight > 0
-        and cands
-        and view.profiles
-        and legs.query_vector is not None
-        and (deadline is None or time.monotonic() < deadline)
-    ):
-        cands = _apply_profile(
-            cands, legs.query_vector, view, settings, embed_profile or embed_query, scale
-        )
-        trace.stage("profile", cands, f"file profile weight {settings.profile_weight}")
-
-    if reranker is not None and cands:
-        cands = rerank(
-            request.query, cands, lambda c: rows[c.chunk_id].chunk.text, reranker, rerank_pool
-        )
-        trace.stage("rerank", cands, f"{reranker.name} over the top {rerank_pool}")
-
-    want = request.k + (settings.graph_reserved_slots if settings.graph_expansion else 0)
-    if settings.mmr and settings.mmr_lambda < 1.0 and len(cands) > 1:
-        pool_head = cap_per_file(cands, settings.max_chunks_per_file)[: want + MMR_MARGIN]
-        vectors = store.vectors_for([c.chunk_id for c in pool_head])
-        picked = mmr_select(
-            pool_head,
-            vectors,
-            lam=settings.mmr_lambda,
-            k=want,
-            per_file_cap=settings.max_chunks_per_file,
-        )
-    else:
-        picked = cap_per_file(cands, settings.max_chunks_per_file)[:want]
-    cap = f"≤{settings.max_chunks_per_file} chunks per file"
-    mmr_on = settings.mmr and settings.mmr_lambda < 1.0
-    trace.stage("mmr", picked, f"λ {settings.mmr_lambda}, {cap}" if mmr_on else f"MMR off, {cap}")
-
-    top = picked[: request.k]
-    if settings.graph_expansion and top and view.adjacency:
-        top = _expand_graph(store, top, picked, request, settings, view, legs)
-        trace.stage("graph", top, f"depth {settings.graph_depth}, decay {settings.graph_decay}")
-
-    extra = _expand_requires(store, top, settings, view) if settings.requires_expansion else []
-    if extra:
-        trace.stage("requires", [*top, *extra], "appended after the slice")
-    final = [*top, *extra]
-    today = today_of(settings)
-    hits = tuple(
-        _hit(rows.get(c.chunk_id) or _one(store, c.chunk_id), c, request, view, today)
-        for c in final
-    )
-    return SearchResult(
-        query=request.query,
-        pack=slug,
-        mode=mode if hits else "empty",
-        hits=hits,
-        intent=intent.name,
-        took_ms=(time.perf_counter() - started) * 1000,
-        notes=tuple(notes),
-        explain=trace.export(final),
-    )
+        return []
+    kept = th.drop_far_below(cands, s.score_ratio)
+    run.trace.dropped("threshold", cands, kept, evidence.describe())
+    return kept
 
 
-def _apply_profile(
-    cands: list[Candidate],
-    query_vector: npt.NDArray[np.float32],
-    view: PackView,
-    settings: RetrievalSettings,
-    embed_query: QueryEmbed | None,
-    scale: float,
-) -> list[Candidate]:
-    """The file-profile stage over the head the answer can come from."""
-    if embed_query is None:
-        return cands
-    head = [c.path for c in cands[:PROFILE_HEAD]]
-    try:
-        sims = profile_similarities(head, view.profiles, query_vector, embed_query)
-    except EmbeddingError as exc:
-        logger.warning("file profiles not embedded (%s) — stage skipped", exc)
-        return cands
-    return apply_profile(cands, sims, settings.profile_weight, scale)
-
-
-def _negative(
-    store: Store, request: SearchRequest, settings: RetrievalSettings, evidence: th.Evidence
-) -> bool:
+def _negative(run: _Run, evidence: th.Evidence) -> bool:
     """The activation test; skipped when a benchmark runs the vector leg alone (no coverage)."""
-    if request.legs == "vector":
+    if run.options.legs == "vector":
         return False
-    ts = threshold_settings(settings)
+    ts = threshold_settings(run.settings)
     act = th.activation(evidence, ts.coverage_weight)
     if act is not None and act >= ts.activation_floor:
         return False  # activated whatever the model: no need to look it up
-    return th.is_negative(evidence, ts, _model(store, request))
+    # the index's embedding model (a caller-supplied vector is assumed to match it)
+    return th.is_negative(evidence, ts, run.source.embedding_model())
 
 
-def _model(store: Store, request: SearchRequest) -> str | None:
-    """The index's embedding model (a caller-supplied vector is assumed to match it)."""
-    name = store.features().get("embedder")
-    return str(name) if name else None
-
-
-def _one(store: Store, chunk_id: int) -> StoredChunk:
-    return store.chunks_by_ids([chunk_id])[chunk_id]
-
-
-def _first_chunk(store: Store, path: str) -> StoredChunk | None:
-    chunks = store.chunks_for_path(path)
-    return chunks[0] if chunks else None
-
-
-def _expand_graph(
-    store: Store,
-    top: list[Candidate],
-    picked: list[Candidate],
-    request: SearchRequest,
-    settings: RetrievalSettings,
-    view: PackView,
-    legs: Legs,
-) -> list[Candidate]:
-    seeds = list(dict.fromkeys(c.path for c in top))
-    found = graph_neighbours(
-        seeds,
-        view.adjacency,
-        depth=settings.graph_depth,
-        decay=settings.graph_decay,
-        exclude=sorted(view.navigation),
+def _boost(run: _Run, cands: list[Candidate], scale: float) -> list[Candidate]:
+    cands = apply_boosts(
+        cands,
+        boost_settings(run.settings),
+        type_hint=run.request.type_hint,
+        tag_hints=run.request.tag_hints,
+        scale=scale,
     )
-    vec = dict(legs.dense)
-    best = max(c.score for c in top)
-    bonus: list[Candidate] = []
-    for n in found:
-        sc = _first_chunk(store, n.path)
-        if sc is None:
-            continue
-        sim = vec.get(sc.id)
-        if sim is None and request.vector is None and legs.dense:
-            sim = 0.0  # outside the dense pool: too far from the query
-        relevance = sim if sim is not None else 0.5
-        if relevance * n.factor < settings.graph_min_score:
-            continue
-        note = (
-            f"graph: {n.hop} hop(s) from {n.via}, similarity {relevance:.3f} x decay {n.factor:.3f}"
+    run.trace.stage("boosts", cands, "type/tag hints, always tier, length and freshness penalties")
+    return cands
+
+
+def _profile(
+    run: _Run, cands: list[Candidate], query: QueryEmbedding | None, scale: float
+) -> list[Candidate]:
+    """+ weight x cosine(query, file profile) over the head the answer can come from."""
+    s, view, qvec = run.settings, run.view, run.legs.query_vector
+    if not (s.profile_weight > 0 and cands and view.profiles and qvec is not None):
+        return cands
+    if not run.in_time():
+        return cands
+    embed = run.options.embed_profile or (query.embed_query if query is not None else None)
+    if embed is not None:
+        head = [c.path for c in cands[:PROFILE_HEAD]]
+        try:
+            sims = profile_similarities(head, view.profiles, qvec, embed)
+        except EmbeddingError as exc:
+            logger.warning("file profiles not embedded (%s) — stage skipped", exc)
+        else:
+            cands = apply_profile(cands, sims, s.profile_weight, scale)
+    run.trace.stage("profile", cands, f"file profile weight {s.profile_weight}")
+    return cands
+
+
+def _rerank(run: _Run, cands: list[Candidate]) -> list[Candidate]:
+    reranker, pool = run.options.reranker, run.options.rerank_pool
+    if reranker is None or not cands:
+        return cands
+    rows = run.rows
+    cands = rerank(run.request.query, cands, lambda c: rows[c.chunk_id].chunk.text, reranker, pool)
+    run.trace.stage("rerank", cands, f"{reranker.name} over the top {pool}")
+    return cands
+
+
+def _diversify(run: _Run, cands: list[Candidate]) -> list[Candidate]:
+    """MMR (when on) with a per-file cap, down to k plus the graph's reserved slots."""
+    s = run.settings
+    want = run.request.k + (s.graph_reserved_slots if s.graph_expansion else 0)
+    mmr_on = s.mmr and s.mmr_lambda < 1.0
+    if mmr_on and len(cands) > 1:
+        pool_head = cap_per_file(cands, s.max_chunks_per_file)[: want + MMR_MARGIN]
+        vectors = run.source.vectors_for([c.chunk_id for c in pool_head])
+        picked = mmr_select(
+            pool_head, vectors, lam=s.mmr_lambda, k=want, per_file_cap=s.max_chunks_per_file
         )
-        bonus.append(_expanded(sc, best * relevance * n.factor, "graph", n.via, n.hop, note))
-    core = [c for c in picked if c.origin == "search"]
-    return merge_reserved(
-        core[: request.k], bonus, k=request.k, slots=settings.graph_reserved_slots
+    else:
+        picked = cap_per_file(cands, s.max_chunks_per_file)[:want]
+    cap = f"≤{s.max_chunks_per_file} chunks per file"
+    run.trace.stage("mmr", picked, f"λ {s.mmr_lambda}, {cap}" if mmr_on else f"MMR off, {cap}")
+    return picked
+
+
+def _expand_graph(run: _Run, picked: list[Candidate]) -> list[Candidate]:
+    s, k = run.settings, run.request.k
+    top = picked[:k]
+    if not (s.graph_expansion and top and run.view.adjacency):
+        return top
+    caller_vector = run.request.vector is not None
+    top = expand_graph(
+        run.source, top, picked, k, s, run.view, run.legs.dense, caller_vector=caller_vector
     )
+    run.trace.stage("graph", top, f"depth {s.graph_depth}, decay {s.graph_decay}")
+    return top
 
 
-def _expand_requires(
-    store: Store, top: list[Candidate], settings: RetrievalSettings, view: PackView
-) -> list[Candidate]:
-    if not view.requires or not top:
+def _expand_requires(run: _Run, top: list[Candidate]) -> list[Candidate]:
+    """``requires:`` targets appended after the slice (never displacing a hit)."""
+    if not run.settings.requires_expansion:
         return []
-    reachable: set[str] = set()
-    frontier = {c.path for c in top}
-    for _ in range(settings.requires_max_depth):  # every hop the walk may take is costed
-        frontier = {t for p in frontier for t in view.requires.get(p, ())} - reachable
-        reachable |= frontier
-    tokens = store.file_tokens(sorted(reachable))
-    found = expand_requires(
-        [c.path for c in top],
-        view.requires,
-        tokens,
-        max_depth=settings.requires_max_depth,
-        max_atoms=settings.requires_max_atoms,
-        token_budget=settings.requires_token_budget,
-        skip=sorted(view.navigation),
-    )
-    floor = min(c.score for c in top)
-    out = []
-    for i, req in enumerate(found):
-        sc = _first_chunk(store, req.path)
-        if sc is None:
-            continue
-        note = f"requires: named by {req.via} ({req.hop} hop(s))"
-        out.append(_expanded(sc, floor * 0.5 / (i + 1), "requires", req.via, req.hop, note))
-    return out
+    extra = expand_requires_of(run.source, top, run.settings, run.view)
+    if extra:
+        run.trace.stage("requires", [*top, *extra], "appended after the slice")
+    return extra
 
 
-def _expanded(
-    sc: StoredChunk, score: float, origin: str, via: str, hop: int, note: str
-) -> Candidate:
-    """A candidate that expansion (graph or requires:) added after the search."""
-    return Candidate(
-        chunk_id=sc.id,
-        path=sc.file.path,
-        score=score,
-        type=sc.file.type,
-        tags=sc.file.tags,
-        chars=len(sc.chunk.text),
-        tokens=sc.chunk.tokens,
-        origin=origin,
-        via=via,
-        hop=hop,
-        notes=(note,),
-    )
-
-
-def _hit(
-    sc: StoredChunk, c: Candidate, request: SearchRequest, view: PackView, today: dt.date
-) -> Hit:
-    info = sc.file.info
-    fresh = freshness(
-        info.get("verified_at"),
-        info.get("refresh"),
-        view.refresh_cycle,
-        info.get("expires_at"),
-        today,
-    )
-    extra = fresh.to_dict()
-    if request.reconstruct:
-        prov = provenance(
-            ident=sc.file.doc_id or sc.file.path,
-            section=sc.chunk.section,
-            heading_path=sc.chunk.heading_path,
-            text=sc.chunk.text,
-            span_hash=sc.chunk.span_hash,
-            line_range=sc.chunk.line_range,
-            byte_range=sc.chunk.byte_range,
+def _hits(run: _Run, final: list[Candidate]) -> tuple[Hit, ...]:
+    today = today_of(run.settings)
+    live = run.options.live_files if run.request.reconstruct else None
+    live = live or (_no_live_files if run.request.reconstruct else None)
+    rows, source = run.rows, run.source
+    return tuple(
+        hit_of(
+            rows.get(c.chunk_id) or source.chunks_by_ids([c.chunk_id])[c.chunk_id],
+            c,
+            run.view,
+            today,
+            live,
         )
-        extra.update(prov.to_dict())
-        live, why = read_live_prefix(view.root, sc.file.path, sc.chunk.byte_range[1])
-        extra["stale"] = span_changed(live, sc.chunk.byte_range, sc.chunk.span_hash)
-        if why is not None:
-            extra["stale_note"] = f"live file unavailable: {why}"
-    verified = info.get("verified_at")
-    return Hit(
-        id=sc.file.doc_id or sc.file.path,
-        source_file=sc.file.path,
-        title=sc.file.title,
-        type=sc.file.type,
-        tags=sc.file.tags,
-        heading_path=sc.chunk.heading_path,
-        text=sc.chunk.text,
-        score=round(c.score, 6),
-        content_hash=sc.file.content_hash,
-        verified_at=str(verified) if verified is not None else None,
-        chunk_index=sc.chunk.chunk_index,
-        line_range=sc.chunk.line_range,
-        graph_expanded=c.origin == "graph",
-        requires_expanded=c.origin == "requires",
-        extra=extra,
+        for c in final
     )
 
 
-def rank_paths(hits: Sequence[Hit]) -> list[str]:
-    """Distinct source files in hit order (what golden sets and BEIR judge)."""
-    return list(dict.fromkeys(h.source_file for h in hits))
+def _no_live_files(path: str, length: int) -> tuple[bytes | None, str | None]:
+    return None, "the pack folder is not known"

@@ -13,11 +13,13 @@ from ep_mcp.text import words
 
 @dataclass(frozen=True)
 class FallbackWeights:
-    coverage: float = 0.4
-    density: float = 0.1
-    path: float = 0.1
-    length: float = 0.1
-    length_chars: int = 300
+    """The lexical fallback's part of ``RetrievalSettings`` (built by ``retrieval.settings``)."""
+
+    coverage: float
+    density: float
+    path: float
+    length: float
+    length_chars: int
 
 
 def lexical_signals(terms: Sequence[str], text: str, path: str) -> tuple[float, float, float]:

@@ -34,11 +34,13 @@ class Evidence:
 
 @dataclass(frozen=True)
 class ThresholdSettings:
-    activation_floor: float = 0.0  # hybrid: best cosine + coverage_weight x coverage below → empty
-    coverage_weight: float = 0.2
-    lexical_coverage_floor: float = 0.0  # lexical mode: coverage below → empty
-    calibrated_for: str = "*"  # the embedding model the activation floor was calibrated for
-    score_ratio: float = 0.0  # keep score >= ratio x best (0 = keep all)
+    """The threshold stage's part of ``RetrievalSettings`` (built by ``retrieval.settings``)."""
+
+    activation_floor: float  # hybrid: best cosine + coverage_weight x coverage below → empty
+    coverage_weight: float
+    lexical_coverage_floor: float  # lexical mode: coverage below → empty
+    calibrated_for: str  # the embedding model the activation floor was calibrated for ("*" any)
+    score_ratio: float  # keep score >= ratio x best (0 = keep all)
 
 
 @lru_cache(maxsize=4096)

@@ -17,7 +17,6 @@ class SearchRequest:
     explain: bool = False
     type_hint: str | None = None  # boost, not filter
     tag_hints: tuple[str, ...] = ()  # boost per shared tag
-    legs: str = "both"  # both | lexical | vector (benchmarks: one leg alone)
 
 
 @dataclass(frozen=True)

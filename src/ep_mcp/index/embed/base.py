@@ -3,34 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
+
+from ep_mcp.config import EmbeddingSpec
 
 if TYPE_CHECKING:  # numpy stays unimported until vectors are made (fast `ep-mcp index` no-op)
     import numpy as np
     import numpy.typing as npt
 
+__all__ = [
+    "Embedder",
+    "EmbedderFactory",
+    "EmbeddingSpec",
+    "Matrix",
+    "QueryCost",
+    "factory_for",
+    "providers",
+    "query_cost",
+    "register",
+]
+
 Matrix: TypeAlias = "npt.NDArray[np.float32]"
-
-
-@dataclass(frozen=True)
-class EmbeddingSpec:
-    """What the settings say about the embedder (resolved once at the edge)."""
-
-    provider: str = "local"  # local | none | openai | azure-openai | gemini | voyage | <registered>
-    model: str | None = None  # provider default when None
-    dimension: int | None = None  # provider default when None (MRL truncation where supported)
-    batch_size: int = 8
-    max_tokens: int = 256  # truncation for the local model
-    timeout_s: float = 30.0  # per HTTP request while indexing
-    retries: int = 3  # while indexing; a query makes one attempt
-    query_timeout_s: float = 1.5  # per HTTP request while a query waits
-    breaker_failures: int = 3  # consecutive failures that open the circuit
-    breaker_cooldown_s: float = 30.0  # then calls fail at once this long, before one probe
-    endpoint: str | None = None  # base URL override (HTTP providers; tests point it at 127.0.0.1)
-    api_key_env: str | None = None  # env var holding the key (provider default when None)
-    cache_dir: Path | None = None  # the local model caches its optimised graph here (<home>/models)
 
 
 @runtime_checkable

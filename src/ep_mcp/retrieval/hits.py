@@ -1,0 +1,91 @@
+"""From stored chunks to candidates (what the stages rank) and to hits (what callers read)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from ep_mcp.index.records import StoredChunk
+from ep_mcp.retrieval.candidates import Candidate
+from ep_mcp.retrieval.freshness import freshness
+from ep_mcp.retrieval.reconstruct import provenance, span_changed
+from ep_mcp.retrieval.source import LiveFiles
+from ep_mcp.retrieval.types import Hit
+from ep_mcp.retrieval.view import PackView
+
+Ranks = dict[int, tuple[int, float]]  # chunk id → (rank from 1, score) in one leg
+
+
+def candidate_of(
+    sc: StoredChunk, score: float, lex: Ranks, vec: Ranks, view: PackView
+) -> Candidate:
+    """A fused chunk as the stages see it: its score, its ranks in each leg, its file's metadata."""
+    lr, ls = lex.get(sc.id, (None, None))
+    vr, vs = vec.get(sc.id, (None, None))
+    return Candidate(
+        chunk_id=sc.id,
+        path=sc.file.path,
+        score=score,
+        fused=score,
+        lexical_rank=lr,
+        lexical_score=ls,
+        vector_rank=vr,
+        vector_score=vs,
+        type=sc.file.type,
+        tags=sc.file.tags,
+        always=bool(sc.file.info.get("always")) or sc.file.path in view.always,
+        chars=len(sc.chunk.text),
+        tokens=sc.chunk.tokens,
+    )
+
+
+def hit_of(
+    sc: StoredChunk,
+    c: Candidate,
+    view: PackView,
+    today: dt.date,
+    live_files: LiveFiles | None,
+) -> Hit:
+    """The answer for one candidate, with freshness; with ``live_files`` (reconstruct mode)
+    also its provenance and whether the file changed under the span since indexing."""
+    info = sc.file.info
+    fresh = freshness(
+        info.get("verified_at"),
+        info.get("refresh"),
+        view.refresh_cycle,
+        info.get("expires_at"),
+        today,
+    )
+    extra = fresh.to_dict()
+    if live_files is not None:
+        prov = provenance(
+            ident=sc.file.doc_id or sc.file.path,
+            section=sc.chunk.section,
+            heading_path=sc.chunk.heading_path,
+            text=sc.chunk.text,
+            span_hash=sc.chunk.span_hash,
+            line_range=sc.chunk.line_range,
+            byte_range=sc.chunk.byte_range,
+        )
+        extra.update(prov.to_dict())
+        live, why = live_files(sc.file.path, sc.chunk.byte_range[1])
+        extra["stale"] = span_changed(live, sc.chunk.byte_range, sc.chunk.span_hash)
+        if why is not None:
+            extra["stale_note"] = f"live file unavailable: {why}"
+    verified = info.get("verified_at")
+    return Hit(
+        id=sc.file.doc_id or sc.file.path,
+        source_file=sc.file.path,
+        title=sc.file.title,
+        type=sc.file.type,
+        tags=sc.file.tags,
+        heading_path=sc.chunk.heading_path,
+        text=sc.chunk.text,
+        score=round(c.score, 6),
+        content_hash=sc.file.content_hash,
+        verified_at=str(verified) if verified is not None else None,
+        chunk_index=sc.chunk.chunk_index,
+        line_range=sc.chunk.line_range,
+        graph_expanded=c.origin == "graph",
+        requires_expanded=c.origin == "requires",
+        extra=extra,
+    )

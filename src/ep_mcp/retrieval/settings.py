@@ -1,0 +1,50 @@
+"""Each stage's settings, built by keyword from ``RetrievalSettings`` — here and nowhere else.
+
+The config model is the one source of defaults; the stages' small frozen dataclasses have none
+of their own, so a stage can never run on a default that disagrees with the config's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from ep_mcp.config import RetrievalSettings
+from ep_mcp.retrieval.boosts import BoostSettings
+from ep_mcp.retrieval.fallback import FallbackWeights
+from ep_mcp.retrieval.threshold import ThresholdSettings
+
+
+def threshold_settings(s: RetrievalSettings) -> ThresholdSettings:
+    return ThresholdSettings(
+        activation_floor=s.activation_floor,
+        coverage_weight=s.coverage_weight,
+        lexical_coverage_floor=s.lexical_coverage_floor,
+        calibrated_for=s.activation_model,
+        score_ratio=s.score_ratio,
+    )
+
+
+def boost_settings(s: RetrievalSettings) -> BoostSettings:
+    return BoostSettings(
+        type_match_boost=s.type_match_boost,
+        tag_match_boost=s.tag_match_boost,
+        always_tier_boost=s.always_tier_boost,
+        length_penalty_chars=s.length_penalty_chars,
+        length_penalty=s.length_penalty,
+        freshness_penalty=s.freshness_penalty,
+    )
+
+
+def fallback_weights(s: RetrievalSettings) -> FallbackWeights:
+    return FallbackWeights(
+        coverage=s.fallback_coverage_weight,
+        density=s.fallback_density_weight,
+        path=s.fallback_path_weight,
+        length=s.fallback_length_weight,
+        length_chars=s.fallback_length_chars,
+    )
+
+
+def today_of(s: RetrievalSettings) -> dt.date:
+    """The date freshness is judged on: ``today`` when pinned, else the clock's."""
+    return dt.date.fromisoformat(s.today) if s.today else dt.date.today()
