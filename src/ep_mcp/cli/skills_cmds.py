@@ -28,13 +28,13 @@ from ep_mcp.cli.app import (
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 if TYPE_CHECKING:
-    from ep_mcp.skills.hub import SkillHub
+    from ep_mcp.hub.hub import SkillHub
 
 
 @contextmanager
 def open_hub(config: Path | None) -> Iterator[SkillHub]:
     settings = resolve_settings(config)
-    from ep_mcp.skills.hub import SkillHub
+    from ep_mcp.hub.hub import SkillHub
 
     hub = SkillHub(settings, os.environ)
     try:
@@ -61,7 +61,7 @@ def _reindex_line(report: Mapping[str, Any]) -> str:
 @fail_cleanly
 def tap_cmd(source: str, allow_file: bool, config: Path | None, as_json: bool) -> None:
     """Clone a skills repository (https URL, git@host:owner/repo, owner/repo) and index it."""
-    from ep_mcp.skills.git import CREDENTIALS_DROPPED, strip_credentials
+    from ep_mcp.hub.git import CREDENTIALS_DROPPED, strip_credentials
 
     if strip_credentials(source)[1]:
         click.echo(f"warning: {CREDENTIALS_DROPPED}", err=True)
@@ -291,7 +291,7 @@ def bench_skills_cmd(
     as_json: bool,
 ) -> None:
     """Hub ranking quality (hit@1/hit@5/MRR per mode) and, with --scale, reindex/search times."""
-    from ep_mcp.skills import bench as hub_bench
+    from ep_mcp.hub import bench as hub_bench
 
     settings = resolve_settings(config)
     out: dict[str, Any] = {}

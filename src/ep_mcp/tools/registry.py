@@ -22,7 +22,7 @@ class ToolContext:
     """What handlers may use: the served packs and, when enabled, the skills hub."""
 
     library: Any  # ep_mcp.runtime.Library (Any keeps this module import-light)
-    hub: Any | None = None  # ep_mcp.skills hub, when the skill tools are enabled
+    hub: Any | None = None  # ep_mcp.hub hub, when the skill tools are enabled
     extras: dict[str, Any] = field(default_factory=dict)
 
 

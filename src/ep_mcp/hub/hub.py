@@ -18,18 +18,18 @@ from typing import Any
 
 from ep_mcp.config import Settings
 from ep_mcp.errors import EmbeddingError, QueryError
+from ep_mcp.hub.catalog import NameIndex, SkillEntry, entries_from_pack, frontmatter_scores
+from ep_mcp.hub.errors import SkillNotFoundError, TapError
+from ep_mcp.hub.git import CREDENTIALS_DROPPED, Git, parse_source
+from ep_mcp.hub.github import discover_github
+from ep_mcp.hub.llm import Candidate, LlmClient, LlmReranker, choose_client
+from ep_mcp.hub.ranking import ChunkRef, SkillCandidate, apply_order, collapse_mirrors
+from ep_mcp.hub.render import read_bounded, render_candidate, render_entry
+from ep_mcp.hub.search import Fusion, retrieve
+from ep_mcp.hub.tapindex import Tap, TapIndex, TapReport
+from ep_mcp.hub.taps import TapManager
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.store import StoredChunk
-from ep_mcp.skills.catalog import NameIndex, SkillEntry, entries_from_pack, frontmatter_scores
-from ep_mcp.skills.errors import SkillNotFoundError, TapError
-from ep_mcp.skills.git import CREDENTIALS_DROPPED, Git, parse_source
-from ep_mcp.skills.github import discover_github
-from ep_mcp.skills.llm import Candidate, LlmClient, LlmReranker, choose_client
-from ep_mcp.skills.ranking import ChunkRef, SkillCandidate, apply_order, collapse_mirrors
-from ep_mcp.skills.render import read_bounded, render_candidate, render_entry
-from ep_mcp.skills.search import Fusion, retrieve
-from ep_mcp.skills.tapindex import Tap, TapIndex, TapReport
-from ep_mcp.skills.taps import TapManager
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote_plus
 
-from ep_mcp.skills.errors import DiscoveryError
+from ep_mcp.hub.errors import DiscoveryError
 
 logger = logging.getLogger(__name__)
 

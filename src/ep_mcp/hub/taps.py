@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp.config import TapSettings
-from ep_mcp.skills.errors import TapError
-from ep_mcp.skills.git import CREDENTIALS_DROPPED, Git, TapSource, parse_source, shown_url
-from ep_mcp.skills.tapindex import Tap, path_fingerprint
+from ep_mcp.hub.errors import TapError
+from ep_mcp.hub.git import CREDENTIALS_DROPPED, Git, TapSource, parse_source, shown_url
+from ep_mcp.hub.tapindex import Tap, path_fingerprint
 
 logger = logging.getLogger(__name__)
 

@@ -21,12 +21,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from ep_mcp.index.builder import build_index, features_for
-from ep_mcp.index.embed.base import Embedder
-from ep_mcp.index.store import Store, StoredChunk
-from ep_mcp.packs.loader import load_pack
-from ep_mcp.packs.models import Pack
-from ep_mcp.skills.catalog import (
+from ep_mcp.hub.catalog import (
     CARD_SUFFIX,
     SkillEntry,
     card_document,
@@ -34,7 +29,12 @@ from ep_mcp.skills.catalog import (
     load_entries,
     save_entries,
 )
-from ep_mcp.skills.ranking import ChunkRef
+from ep_mcp.hub.ranking import ChunkRef
+from ep_mcp.index.builder import build_index, features_for
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.store import Store, StoredChunk
+from ep_mcp.packs.loader import load_pack
+from ep_mcp.packs.models import Pack
 
 logger = logging.getLogger(__name__)
 

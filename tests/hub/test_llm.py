@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from ep_mcp.skills.hub import SkillHub
-from ep_mcp.skills.llm import AnthropicHttp, choose_client, parse_order
+from ep_mcp.hub.hub import SkillHub
+from ep_mcp.hub.llm import AnthropicHttp, choose_client, parse_order
 
 from .helpers import env_with_path
 
@@ -181,7 +181,7 @@ def test_messages_api_failures_fall_back_to_retrieval_order(
 
 def test_a_dead_endpoint_is_a_fallback_not_an_exception(tmp_path: Path) -> None:
     client = AnthropicHttp("k", "m", "http://127.0.0.1:9/v1/messages")
-    from ep_mcp.skills.llm import LlmReranker
+    from ep_mcp.hub.llm import LlmReranker
 
     assert LlmReranker(client, 0.5).rerank("q", []) is None
 

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.errors import NotFoundError
+from ep_mcp.hub.catalog import SkillEntry
+from ep_mcp.hub.ranking import SkillCandidate
+from ep_mcp.hub.tapindex import is_card
 from ep_mcp.index.store import StoredChunk
 from ep_mcp.packs.safeopen import ContainmentError, read_contained
-from ep_mcp.skills.catalog import SkillEntry
-from ep_mcp.skills.ranking import SkillCandidate
-from ep_mcp.skills.tapindex import is_card
 
 SNIPPET_CHARS = 300
 SKILL_MAX_BYTES = 2_000_000  # the default index.max_file_bytes: larger files were never indexed

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from ep_mcp.cli import main
 from ep_mcp.config import TapSettings
 from ep_mcp.errors import NotFoundError
-from ep_mcp.skills.errors import TapError
-from ep_mcp.skills.git import Git, TapSource, parse_source, shown_url, strip_credentials
-from ep_mcp.skills.hub import SkillHub
-from ep_mcp.skills.taps import TapManager
+from ep_mcp.hub.errors import TapError
+from ep_mcp.hub.git import Git, TapSource, parse_source, shown_url, strip_credentials
+from ep_mcp.hub.hub import SkillHub
+from ep_mcp.hub.taps import TapManager
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 from .helpers import SMALL_REPO, commit, skill_md, write_tree
@@ -160,7 +160,7 @@ def test_git_never_sees_the_credentials_and_a_warning_says_where_they_belong(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     git = RecordingGit()
-    with caplog.at_level(logging.WARNING, logger="ep_mcp.skills"):
+    with caplog.at_level(logging.WARNING, logger="ep_mcp.hub"):
         tap = TapManager(tmp_path, (), git).add(LEAKY_URL)
     assert git.cloned == ["https://example.com/acme/skills"]
     assert tap.url == "https://example.com/acme/skills"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from ep_mcp.config import TapSettings
-from ep_mcp.skills import tapindex
-from ep_mcp.skills.errors import TapError
-from ep_mcp.skills.hub import SkillHub
+from ep_mcp.hub import tapindex
+from ep_mcp.hub.errors import TapError
+from ep_mcp.hub.hub import SkillHub
 
 from .helpers import commit, skill_md
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from ep_mcp.errors import QueryError
-from ep_mcp.skills import tapindex
-from ep_mcp.skills.errors import SkillNotFoundError
-from ep_mcp.skills.hub import SkillHub
+from ep_mcp.hub import tapindex
+from ep_mcp.hub.errors import SkillNotFoundError
+from ep_mcp.hub.hub import SkillHub
 
 from .helpers import SMALL_REPO, skill_md
 
@@ -85,7 +85,7 @@ def test_the_shortlist_is_at_least_sixty_or_four_times_the_limit(
     two_taps.search("pdf", 5)
     two_taps.search("pdf", 50)
     assert seen == [60, 60, 200, 200]  # two taps: each brings the whole shortlist
-    from ep_mcp.skills.search import per_tap_pool
+    from ep_mcp.hub.search import per_tap_pool
 
     assert per_tap_pool(60, 20) == 20 and 20 * per_tap_pool(60, 20) >= 60
     assert per_tap_pool(200, 20) == 20 and per_tap_pool(60, 1) == 60

@@ -19,9 +19,9 @@ from typing import Any
 from ep_mcp.config import Settings
 from ep_mcp.eval.golden import GoldenQuery, load_golden
 from ep_mcp.eval.metrics import first_rank, hit_rate, mean_reciprocal_rank
+from ep_mcp.hub.git import Git
+from ep_mcp.hub.hub import SkillHub
 from ep_mcp.index.embed.base import Embedder
-from ep_mcp.skills.git import Git
-from ep_mcp.skills.hub import SkillHub
 
 # golden file (pack) → the tap name its repository gets when tapped as <owner>/<repo>
 GOLDEN_TAPS = {

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError
+from ep_mcp.hub.catalog import NameIndex
+from ep_mcp.hub.ranking import ChunkHit, SkillCandidate, fuse_skills
+from ep_mcp.hub.tapindex import TapIndex, is_card
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.retrieval.lexical import query_terms
-from ep_mcp.skills.catalog import NameIndex
-from ep_mcp.skills.ranking import ChunkHit, SkillCandidate, fuse_skills
-from ep_mcp.skills.tapindex import TapIndex, is_card
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.eval.golden import GoldenQuery
-from ep_mcp.skills.bench import golden_queries, score
+from ep_mcp.hub.bench import golden_queries, score
 
 
 class CannedHub:
