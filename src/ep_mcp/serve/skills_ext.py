@@ -2,7 +2,7 @@
 
 Registered on the low-level server with `add_request_handler` and advertised through
 `Server.extensions` (the capability rides `server/discover`; legacy `initialize` drops it, as
-the SDK documents). Entries come from `skillpack.snapshot_of`, so digests match served bytes.
+the SDK documents). Entries come from `skill_publish.snapshot_of`, so digests match served bytes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
-from ep_mcp.serve.skillpack import SkillSnapshot, snapshot_of
+from ep_mcp.serve.skill_publish import SkillSnapshot, snapshot_of
 
 if TYPE_CHECKING:
     from ep_mcp.serve.mcp_server import PackScope
