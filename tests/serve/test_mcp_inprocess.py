@@ -13,7 +13,7 @@ from mcp.shared.exceptions import MCPError
 
 from ep_mcp.serve.auth import Access
 from ep_mcp.serve.mcp_server import build_server
-from ep_mcp.serve.skills_ext import (
+from ep_mcp.serve.skill_publish import (
     EXTENSION_ID,
     GetSkillParams,
     GetSkillResult,

@@ -27,7 +27,7 @@ from ep_mcp.runtime import Library, PackRuntime
 from ep_mcp.serve import guide, resources
 from ep_mcp.serve.auth import Access
 from ep_mcp.serve.querylog import QueryLog
-from ep_mcp.serve.skills_ext import install_skills
+from ep_mcp.serve.skill_publish import install_skills
 from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
 
 logger = logging.getLogger(__name__)
