@@ -7,12 +7,12 @@ import asyncio
 import pytest
 from click.testing import CliRunner
 
+from ep_mcp.bench.serve import _Connection
 from ep_mcp.cli import main
 from ep_mcp.errors import QueryError
 from ep_mcp.index.embed import QueryEmbeddingCache
 from ep_mcp.index.embed.fake import HashingEmbedder
 from ep_mcp.serve.app import cheap_queries
-from ep_mcp.serve.bench import _Connection
 from ep_mcp.tools.registry import _validator, get_tool, validate_arguments
 
 

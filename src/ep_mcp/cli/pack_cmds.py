@@ -291,7 +291,7 @@ def doctor_cmd(as_json: bool) -> None:
 @fail_cleanly
 def bench_index_cmd(pack: Path, provider: str | None, runs: int, as_json: bool) -> None:
     """Time a full build, a no-change re-index and a one-file change of PACK (fresh processes)."""
-    from ep_mcp.index.bench import bench_index, render
+    from ep_mcp.bench.index import bench_index, render
 
     if not pack.is_dir():
         raise PackError(f"no pack folder at {pack} — pass the path of a folder of markdown files")

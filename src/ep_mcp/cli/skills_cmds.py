@@ -291,7 +291,7 @@ def bench_skills_cmd(
     as_json: bool,
 ) -> None:
     """Hub ranking quality (hit@1/hit@5/MRR per mode) and, with --scale, reindex/search times."""
-    from ep_mcp.hub import bench as hub_bench
+    from ep_mcp.bench import hub as hub_bench
 
     settings = resolve_settings(config)
     out: dict[str, Any] = {}

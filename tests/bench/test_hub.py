@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ep_mcp.bench.hub import golden_queries, score
 from ep_mcp.eval.golden import GoldenQuery
-from ep_mcp.hub.bench import golden_queries, score
 
 
 class CannedHub:
