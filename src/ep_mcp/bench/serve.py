@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -198,13 +198,15 @@ async def _load(host: str, port: int, slug: str, clients: int, seconds: float) -
 
 def run_bench(
     packs: Sequence[Path],
+    env: Mapping[str, str],
     *,
     clients: int = 32,
     seconds: float = 30.0,
     provider: str = "hashing",
     workers: int = 1,
 ) -> dict[str, Any]:
-    """Start `ep-mcp serve --transport http` on a free loopback port and load it."""
+    """Start `ep-mcp serve --transport http` on a free loopback port and load it; ``env`` is
+    the server process's environment."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     cmd = [
@@ -224,7 +226,7 @@ def run_bench(
         str(workers),
     ]
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(env))
         try:
             slug = _wait_ready(proc, base, log)
             report = asyncio.run(_load("127.0.0.1", port, slug, clients, seconds))

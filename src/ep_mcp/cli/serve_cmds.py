@@ -166,6 +166,7 @@ def bench_serve_cmd(
 
     report = run_bench(
         [Path(p) for p in packs] or [example_pack()],
+        os.environ,
         clients=clients,
         seconds=5.0 if short else seconds,
         provider=provider or "hashing",
