@@ -52,7 +52,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class _Connection:
+class Connection:
     """One keep-alive HTTP/1.1 connection: a lean closed-loop client (the load generator
     shares the CPUs with the server, so each request should cost it as little as possible)."""
 
@@ -109,7 +109,7 @@ class _Connection:
                 await writer.wait_closed()
 
 
-Request = Callable[[_Connection, int], Awaitable[bool]]
+Request = Callable[[Connection, int], Awaitable[bool]]
 
 
 async def _phase(
@@ -122,7 +122,7 @@ async def _phase(
 
     async def worker(wid: int) -> None:
         nonlocal errors
-        conn = _Connection(host, port)
+        conn = Connection(host, port)
         i = wid
         try:
             while time.monotonic() < deadline:
@@ -166,11 +166,11 @@ async def _load(host: str, port: int, slug: str, clients: int, seconds: float) -
     targets = ["/search?" + urlencode({"q": q, "pack": slug, "n": 10}) for q in QUERIES]
     mcp_headers = "".join(f"{k}: {v}\r\n" for k, v in MCP_HEADERS.items())
 
-    async def search(conn: _Connection, i: int) -> bool:
+    async def search(conn: Connection, i: int) -> bool:
         status, data = await conn.request("GET", targets[i % len(targets)])
         return status == 200 and json.loads(data).get("results") is not None
 
-    async def mcp(conn: _Connection, i: int) -> bool:
+    async def mcp(conn: Connection, i: int) -> bool:
         body = {
             "jsonrpc": "2.0",
             "id": i,

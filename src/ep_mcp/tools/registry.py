@@ -66,7 +66,7 @@ def get_tool(name: str) -> ToolSpec:
 _VALIDATORS: dict[int, tuple[ToolSpec, Any]] = {}
 
 
-def _validator(spec: ToolSpec) -> Any:
+def validator_for(spec: ToolSpec) -> Any:
     """The spec's Draft 2020-12 validator, built once per spec (building one costs more
     than validating a call)."""
     cached = _VALIDATORS.get(id(spec))
@@ -97,7 +97,7 @@ def _describe(err: Any) -> str:
 
 def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     """Check arguments against the tool's input schema; one readable line on failure."""
-    validator = _validator(spec)
+    validator = validator_for(spec)
     errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
     if errors:
         err = errors[0]
