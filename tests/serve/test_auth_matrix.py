@@ -376,7 +376,7 @@ def hub_serve(serve_ctx: Any, tmp_path: Path) -> Iterator[ServeContext]:
         ),
     )
     hub = SkillHub(settings, {})
-    hub.reindex()
+    hub.reindex().to_dict()
     yield dataclasses.replace(serve, hub=hub)
     hub.close()
 

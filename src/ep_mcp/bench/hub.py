@@ -57,9 +57,9 @@ def score(hub: SkillHub, queries: Sequence[GoldenQuery], *, smart: bool = False)
     took: list[float] = []
     for q in queries:
         reply = hub.search(q.query, 10, smart=smart)
-        took.append(reply["took_ms"])
-        rankers[reply["ranker"]] += 1
-        ids = [r["id"] for r in reply["results"]]
+        took.append(reply.took_ms)
+        rankers[reply.ranker] += 1
+        ids = [r.skill.id for r in reply.results]
         if q.negative:
             negatives.append(int(bool(ids)))
             continue
@@ -128,7 +128,7 @@ def quality(
         hub.close()
     rows: dict[str, Any] = {
         "index_seconds": round(index_s, 2),
-        "reindex": report["reindexed"],
+        "reindex": report.reindexed,
         "queries": len(queries),
     }
     for mode in modes:
@@ -215,7 +215,7 @@ def scale(
         took = []
         for _ in range(queries):
             q = " ".join(rng.sample(_WORDS, rng.randint(2, 6)))
-            took.append(hub.search(q, 10)["took_ms"])
+            took.append(hub.search(q, 10).took_ms)
         took.sort()
     finally:
         hub.close()
@@ -224,12 +224,12 @@ def scale(
         "skills": taps * skills_per_tap + 1,
         "full_reindex_s": round(full_s, 2),
         "noop_reindex_s": round(noop_s, 3),
-        "noop_reused": noop["reused"],
+        "noop_reused": noop.reused,
         "update_one_tap_s": round(one_s, 2),
-        "update_reindexed": upd["reindexed"],
-        "update_reindex_s": round(sum(t["seconds"] for t in upd["taps"]), 3),
+        "update_reindexed": upd.report.reindexed,
+        "update_reindex_s": round(sum(t.seconds for t in upd.report.taps), 3),
         "full_reindex_per_tap_s": round(full_s / taps, 3),
-        "update_reused": upd["reused"],
+        "update_reused": upd.report.reused,
         "search_p50_ms": round(statistics.median(took), 2),
         "search_p95_ms": round(took[int(len(took) * 0.95) - 1], 2),
         "queries": queries,

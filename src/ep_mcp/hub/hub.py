@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from ep_mcp.config import Settings
 from ep_mcp.errors import EmbeddingError, QueryError
@@ -25,8 +25,22 @@ from ep_mcp.hub.github import discover_github
 from ep_mcp.hub.llm import Candidate, LlmClient, LlmReranker, choose_client
 from ep_mcp.hub.ranking import ChunkRef, SkillCandidate, apply_order, collapse_mirrors
 from ep_mcp.hub.render import read_bounded, render_candidate, render_entry
+from ep_mcp.hub.results import (
+    Discovery,
+    ReindexReport,
+    SkillHit,
+    SkillInfo,
+    SkillListing,
+    SkillSearch,
+    SkillText,
+    TapFailure,
+    Tapped,
+    TapReport,
+    TapStatus,
+    UpdateReport,
+)
 from ep_mcp.hub.search import Fusion, retrieve
-from ep_mcp.hub.tapindex import Tap, TapIndex, TapReport
+from ep_mcp.hub.tapindex import Tap, TapIndex
 from ep_mcp.hub.taps import TapManager
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.store import StoredChunk
@@ -58,7 +72,7 @@ class SkillHub:
             self.home, settings.skills.taps, Git(self.env), settings.skills.clone_timeout_s
         )
         self._embedder_arg = embedder
-        self._embedder: Embedder | None = None if embedder == AUTO else embedder  # type: ignore[assignment]
+        self._embedder = None if isinstance(embedder, str) else embedder
         self._llm_arg = llm
         self._reranker: LlmReranker | None = None
         self._count_tokens = count_tokens
@@ -95,7 +109,7 @@ class SkillHub:
                 if self._llm_arg == AUTO
                 else self._llm_arg
             )
-            self._reranker = LlmReranker(client, s.llm_timeout_s)  # type: ignore[arg-type]
+            self._reranker = LlmReranker(cast(LlmClient | None, client), s.llm_timeout_s)
         return self._reranker
 
     def _index(self, tap: Tap) -> TapIndex:
@@ -106,13 +120,13 @@ class SkillHub:
                 self._indexes[tap.name] = ti
             return ti
 
-    def _state(self) -> dict[str, Any]:
+    def _state(self) -> dict[str, object]:
         try:
             return dict(json.loads((self.index_root / HUB_STATE).read_text(encoding="utf-8")))
         except (OSError, ValueError):
             return {}
 
-    def _save_state(self, state: Mapping[str, Any]) -> None:
+    def _save_state(self, state: Mapping[str, object]) -> None:
         self.index_root.mkdir(parents=True, exist_ok=True)
         (self.index_root / HUB_STATE).write_text(json.dumps(dict(state)), encoding="utf-8")
 
@@ -124,18 +138,15 @@ class SkillHub:
 
     # -- taps --------------------------------------------------------------------------------
 
-    def tap(
-        self, source: str, *, allow_file: bool = False, cwd: Path | None = None
-    ) -> dict[str, Any]:
+    def tap(self, source: str, *, allow_file: bool = False, cwd: Path | None = None) -> Tapped:
         dropped = parse_source(source, allow_file=allow_file, cwd=cwd).dropped_credentials
         tap = self.taps.add(source, allow_file=allow_file, cwd=cwd)
         report = self.reindex(only=[tap.name])
-        out = {"tap": tap.name, "path": str(tap.path), "url": tap.url, **report}
-        if dropped:
-            out["warnings"] = [CREDENTIALS_DROPPED]
-        return out
+        warnings = (CREDENTIALS_DROPPED,) if dropped else ()
+        return Tapped(tap.name, str(tap.path), tap.url, report, warnings)
 
-    def untap(self, name: str) -> dict[str, Any]:
+    def untap(self, name: str) -> str:
+        """Remove a tap, its clone and its index; returns the tap's name."""
         with self._lock:
             tap = self.taps.find(name)
             ti = self._indexes.pop(tap.name, None)
@@ -144,35 +155,39 @@ class SkillHub:
             self.taps.remove(tap.name)
             shutil.rmtree(self.index_root / tap.name, ignore_errors=True)
             self._live.pop(tap.name, None)
-        return {"untapped": tap.name}
+        return tap.name
 
-    def list_taps(self) -> list[dict[str, Any]]:
+    def list_taps(self) -> list[TapStatus]:
         out = []
         for tap in self.taps.all():
-            info = self.taps.describe(tap)
+            url, commit, error = self.taps.describe(tap)
             ti = self._index(tap)
             status = ti.status()
-            info.update(status)
-            info["skills"] = len(ti.entries()) if status.get("indexed") else None
-            key = status.get("key")
-            info["stale"] = bool(key) and str(info.get("commit")) not in str(key)
-            out.append(info)
+            out.append(
+                TapStatus(
+                    tap=tap.name,
+                    path=str(tap.path),
+                    cloned=tap.cloned,
+                    index=status,
+                    skills=len(ti.entries()) if status.indexed else None,
+                    stale=bool(status.key) and str(commit) not in str(status.key),
+                    url=url,
+                    commit=commit,
+                    error=error,
+                )
+            )
         return out
 
-    def update(self, names: Sequence[str] = ()) -> dict[str, Any]:
+    def update(self, names: Sequence[str] = ()) -> UpdateReport:
         results = self.taps.update(names)
         report = self.reindex(only=list(names) or None)
-        return {
-            "updated": [r.__dict__ for r in results],
-            "changed": sum(r.changed for r in results),
-            **report,
-        }
+        return UpdateReport(tuple(results), report)
 
     # -- index -------------------------------------------------------------------------------
 
     def reindex(
         self, *, dense: bool | None = None, force: bool = False, only: Sequence[str] | None = None
-    ) -> dict[str, Any]:
+    ) -> ReindexReport:
         """Bring tap indexes up to date; unchanged taps are reused (commit + features match).
 
         ``dense`` True/False sets whether vectors are built and remembers it; None keeps the
@@ -189,7 +204,7 @@ class SkillHub:
 
             self._count_tokens = token_counter()
         reports: list[TapReport] = []
-        errors: list[dict[str, str]] = []
+        errors: list[TapFailure] = []
         taps = self.taps.all()
         chosen = [t for t in taps if only is None or t.name in only]
         for tap in chosen:
@@ -206,16 +221,16 @@ class SkillHub:
                 reports.append(report)
                 self._live.pop(tap.name, None)
             except TapError as exc:
-                errors.append({"tap": tap.name, "error": str(exc)})
+                errors.append(TapFailure(tap.name, str(exc)))
         if only is None:
             self._drop_orphans({t.name for t in taps})
-        return {
-            "reindexed": sum(r.status == "reindexed" for r in reports),
-            "reused": sum(r.status == "reused" for r in reports),
-            "dense": embedder is not None,
-            "taps": [r.__dict__ for r in reports],
-            "errors": errors,
-        }
+        return ReindexReport(
+            reindexed=sum(r.status == "reindexed" for r in reports),
+            reused=sum(r.status == "reused" for r in reports),
+            dense=embedder is not None,
+            taps=tuple(reports),
+            errors=tuple(errors),
+        )
 
     def _reindex_one(
         self, ti: TapIndex, key: str, embedder: Embedder | None, force: bool
@@ -288,19 +303,17 @@ class SkillHub:
         hint = f"did you mean {', '.join(close)}? " if close else ""
         raise SkillNotFoundError(f"no skill named '{wanted}' — {hint}list them with skill_list")
 
-    def list_skills(self) -> list[dict[str, Any]]:
-        return [render_entry(e) for e in sorted(self.entries(), key=lambda e: (e.tap, e.name))]
+    def list_skills(self) -> SkillListing:
+        entries = sorted(self.entries(), key=lambda e: (e.tap, e.name))
+        return SkillListing(tuple(render_entry(e) for e in entries))
 
-    def info(self, name: str) -> dict[str, Any]:
+    def info(self, name: str) -> SkillInfo:
         entry = self.resolve(name)
-        return {
-            **render_entry(entry),
-            "files": list(entry.files),
-            "headings": list(entry.headings),
-            "content_hash": entry.content_hash,
-        }
+        return SkillInfo(
+            render_entry(entry), tuple(entry.files), tuple(entry.headings), entry.content_hash
+        )
 
-    def read(self, name: str, *, offset: int = 0) -> dict[str, Any]:
+    def read(self, name: str, *, offset: int = 0) -> SkillText:
         entry = self.resolve(name)
         tap = self.taps.find(entry.tap)
         return read_bounded(
@@ -311,15 +324,15 @@ class SkillHub:
             max_bytes=self.settings.index.max_file_bytes,
         )
 
-    def discover(self, query: str, limit: int = 20) -> dict[str, Any]:
+    def discover(self, query: str, limit: int = 20) -> Discovery:
         results = discover_github(
             query, limit, self.env, timeout=self.settings.skills.discover_timeout_s
         )
-        return {"query": query, "results": results}
+        return Discovery(query, tuple(results))
 
     # -- search ------------------------------------------------------------------------------
 
-    def search(self, query: str, limit: int = 10, *, smart: bool | None = None) -> dict[str, Any]:
+    def search(self, query: str, limit: int = 10, *, smart: bool | None = None) -> SkillSearch:
         started = time.perf_counter()
         if not query.strip():
             raise QueryError("the query is empty — describe the task you need a skill for")
@@ -342,9 +355,8 @@ class SkillHub:
         if not ready:
             notes.append("no index yet — matched names and descriptions only; run `ep-mcp reindex`")
             scored = frontmatter_scores(query, self.entries())[:limit]
-            return self._reply(
-                query, "frontmatter", [render_entry(e, score=s) for e, s in scored], started, notes
-            )
+            hits = [SkillHit(render_entry(e, score=s)) for e, s in scored]
+            return self._reply(query, "frontmatter", hits, started, notes)
         if missing:
             notes.append(f"not indexed yet (run `ep-mcp reindex`): {', '.join(missing)}")
         by_id = self._names(ready).by_id
@@ -428,17 +440,10 @@ class SkillHub:
 
     @staticmethod
     def _reply(
-        query: str, ranker: str, results: list[dict[str, Any]], started: float, notes: list[str]
-    ) -> dict[str, Any]:
-        reply: dict[str, Any] = {
-            "query": query,
-            "ranker": ranker,
-            "results": results,
-            "took_ms": round((time.perf_counter() - started) * 1000, 2),
-        }
-        if notes:
-            reply["notes"] = notes
-        return reply
+        query: str, ranker: str, results: list[SkillHit], started: float, notes: list[str]
+    ) -> SkillSearch:
+        took_ms = round((time.perf_counter() - started) * 1000, 2)
+        return SkillSearch(query, ranker, tuple(results), took_ms, tuple(notes))
 
 
 def _text(rows: Mapping[tuple[str, int], StoredChunk], cand: SkillCandidate) -> str:

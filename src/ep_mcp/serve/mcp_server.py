@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 import mcp_types as types
@@ -30,6 +30,9 @@ from ep_mcp.serve.querylog import QueryLog
 from ep_mcp.serve.skill_publish import install_skills
 from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
 
+if TYPE_CHECKING:
+    from ep_mcp.hub.hub import SkillHub
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -41,7 +44,7 @@ class ServeContext:
     """What every adapter serves: the library, the optional skills hub, the query log."""
 
     library: Library
-    hub: Any | None = None
+    hub: SkillHub | None = None
     query_log: QueryLog | None = None
     keyed: frozenset[str] = field(default_factory=frozenset)  # slugs that require a key
     # Run tool calls on the event loop instead of a worker thread. Only for cheap, pure-Python
@@ -74,7 +77,7 @@ class PackScope:
         return [s for s in self.serve.library.slugs() if s in self.access.packs]
 
     @property
-    def hub(self) -> Any | None:
+    def hub(self) -> SkillHub | None:
         return self.serve.hub if self.access.hub else None
 
     def runtimes(self) -> list[PackRuntime]:
