@@ -6,7 +6,6 @@ the environment come in resolved from the edge; the hub never reads ``os.environ
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import shutil
@@ -18,12 +17,18 @@ from typing import cast
 
 from ep_mcp.config import Settings
 from ep_mcp.errors import EmbeddingError, QueryError
-from ep_mcp.hub.catalog import NameIndex, SkillEntry, entries_from_pack, frontmatter_scores
-from ep_mcp.hub.errors import SkillNotFoundError, TapError
+from ep_mcp.hub.catalog import (
+    NameIndex,
+    SkillEntry,
+    entries_from_pack,
+    frontmatter_scores,
+    resolve_skill,
+)
+from ep_mcp.hub.errors import TapError
 from ep_mcp.hub.git import CREDENTIALS_DROPPED, Git, parse_source
 from ep_mcp.hub.github import discover_github
-from ep_mcp.hub.llm import Candidate, LlmClient, LlmReranker, choose_client
-from ep_mcp.hub.ranking import ChunkRef, SkillCandidate, apply_order, collapse_mirrors
+from ep_mcp.hub.llm import LlmClient, LlmReranker, choose_client
+from ep_mcp.hub.ranking import collapse_mirrors
 from ep_mcp.hub.render import read_bounded, render_candidate, render_entry
 from ep_mcp.hub.results import (
     Discovery,
@@ -39,11 +44,10 @@ from ep_mcp.hub.results import (
     TapStatus,
     UpdateReport,
 )
-from ep_mcp.hub.search import Fusion, retrieve
+from ep_mcp.hub.search import Fusion, best_chunks, llm_rerank, retrieve
 from ep_mcp.hub.tapindex import Tap, TapIndex
 from ep_mcp.hub.taps import TapManager
 from ep_mcp.index.embed.base import Embedder
-from ep_mcp.index.store import StoredChunk
 
 logger = logging.getLogger(__name__)
 
@@ -274,34 +278,7 @@ class SkillHub:
 
     def resolve(self, name: str) -> SkillEntry:
         """A skill by `tap:name`, `tap:dir`, its id, or a bare name that only one skill has."""
-        wanted = name.strip()
-        if not wanted:
-            raise QueryError("the skill name is empty — pass a name from skill_list")
-        entries = self.entries()
-        if ":" in wanted:
-            tap, _, rest = wanted.partition(":")
-            hits = [
-                e
-                for e in entries
-                if e.tap == tap
-                and rest in (e.name, e.directory, ".")
-                and (rest != "." or e.directory == "")
-            ]
-        else:
-            hits = [e for e in entries if e.name == wanted]
-            if not hits:
-                hits = [e for e in entries if e.name.lower() == wanted.lower()]
-        if len(hits) == 1:
-            return hits[0]
-        if len(hits) > 1:
-            ids = ", ".join(f"{e.tap}:{e.name}" for e in hits)
-            raise SkillNotFoundError(
-                f"'{wanted}' names {len(hits)} skills in different taps ({ids}) — ask for one "
-                "as tap:name"
-            )
-        close = difflib.get_close_matches(wanted, sorted({e.name for e in entries}), n=3)
-        hint = f"did you mean {', '.join(close)}? " if close else ""
-        raise SkillNotFoundError(f"no skill named '{wanted}' — {hint}list them with skill_list")
+        return resolve_skill(self.entries(), name)
 
     def list_skills(self) -> SkillListing:
         entries = sorted(self.entries(), key=lambda e: (e.tap, e.name))
@@ -381,9 +358,12 @@ class SkillHub:
         )
         use_llm = self.settings.skills.llm_rerank if smart is None else smart
         head = ranked[: max(limit, self.settings.skills.llm_top if use_llm else 0)]
-        rows = self._snippets(head)
+        rows = best_chunks(self._indexes, head)
         if use_llm and ranked:
-            ranked, ranker = self._llm(query, ranked, by_id, rows, ranker, notes)
+            top = self.settings.skills.llm_top
+            ranked, ranker = llm_rerank(
+                self.reranker(), query, ranked, top, by_id, rows, ranker, notes
+            )
         results = [
             render_candidate(
                 c,
@@ -401,51 +381,9 @@ class SkillHub:
             self._name_index = (key, NameIndex(e for ti in ready for e in ti.entries()))
         return self._name_index[1]
 
-    def _snippets(self, ranked: Sequence[SkillCandidate]) -> dict[tuple[str, int], StoredChunk]:
-        """Full rows of the given candidates' best chunks, read per tap."""
-        out: dict[tuple[str, int], StoredChunk] = {}
-        by_tap: dict[str, list[ChunkRef]] = {}
-        for c in ranked:
-            by_tap.setdefault(c.chunk.tap, []).append(c.chunk)
-        for tap, refs in by_tap.items():
-            ti = self._indexes.get(tap)
-            if ti is not None:
-                out.update({(tap, cid): sc for cid, sc in ti.chunks(refs).items()})
-        return out
-
-    def _llm(
-        self,
-        query: str,
-        ranked: list[SkillCandidate],
-        by_id: Mapping[str, SkillEntry],
-        rows: Mapping[tuple[str, int], StoredChunk],
-        ranker: str,
-        notes: list[str],
-    ) -> tuple[list[SkillCandidate], str]:
-        top = ranked[: self.settings.skills.llm_top]
-        cands = [
-            Candidate(
-                c.skill_id,
-                by_id[c.skill_id].name,
-                f"{by_id[c.skill_id].description} — {_text(rows, c)[:200]}",
-            )
-            for c in top
-        ]
-        reranker = self.reranker()
-        order = reranker.rerank(query, cands)
-        if order is None:
-            notes.append(f"LLM rerank did not run ({reranker.last_error}) — {ranker} order")
-            return ranked, ranker
-        return apply_order(top, order) + ranked[len(top) :], "llm"
-
     @staticmethod
     def _reply(
         query: str, ranker: str, results: list[SkillHit], started: float, notes: list[str]
     ) -> SkillSearch:
         took_ms = round((time.perf_counter() - started) * 1000, 2)
         return SkillSearch(query, ranker, tuple(results), took_ms, tuple(notes))
-
-
-def _text(rows: Mapping[tuple[str, int], StoredChunk], cand: SkillCandidate) -> str:
-    sc = rows.get((cand.chunk.tap, cand.chunk.id))
-    return sc.chunk.text if sc is not None else ""
