@@ -18,17 +18,16 @@ import re
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import mcp_types as types
-from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
 from ep_mcp.packs.models import Pack
 
 if TYPE_CHECKING:
-    from ep_mcp.serve.mcp_server import PackScope
+    from ep_mcp.serve.mcp_server import Ctx, McpServer, PackScope
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ class SkillFile:
     digest: str  # "sha256:<hex>" of text.encode("utf-8")
     size: int
 
-    def manifest_entry(self) -> dict[str, Any]:
+    def manifest_entry(self) -> dict[str, object]:
         return {"uri": self.uri, "digest": self.digest, "size": self.size}
 
 
@@ -61,7 +60,7 @@ class SkillSnapshot:
     def skill_uri(self) -> str:
         return f"skill://{self.slug}/{SKILL_FILE}"
 
-    def entry(self) -> dict[str, Any]:
+    def entry(self) -> dict[str, object]:
         return {
             "uri": self.skill_uri,
             "frontmatter": dict(self.frontmatter),
@@ -202,34 +201,34 @@ class GetSkillResult(types.CacheableResult):
     skill: dict[str, Any]
 
 
-def _snapshots(view: PackScope, ctx: Any) -> list[SkillSnapshot]:
+def _snapshots(view: PackScope) -> list[SkillSnapshot]:
     snaps = [snapshot_of(rt.pack) for rt in view.runtimes()]
     return sorted((s for s in snaps if s is not None), key=lambda s: s.skill_uri)
 
 
-def _scope(view: PackScope, snaps: list[SkillSnapshot]) -> Any:
+def _scope(view: PackScope, snaps: list[SkillSnapshot]) -> Literal["private", "public"]:
     return "private" if any(s.slug in view.serve.keyed for s in snaps) else "public"
 
 
-def install_skills(server: Server[Any], view: PackScope) -> bool:
+def install_skills(server: McpServer, view: PackScope) -> bool:
     """Declare the extension and its two methods when any pack of the view is a skill."""
     lib = view.serve.library
     if not any(snapshot_of(lib.runtimes[s].pack) for s in view.all_slugs()):
         return False
 
-    async def list_skills(ctx: Any, params: ListSkillsParams) -> ListSkillsResult:
+    async def list_skills(ctx: Ctx, params: ListSkillsParams) -> ListSkillsResult:
         if params.cursor is not None:
             raise MCPError(
                 code=types.INVALID_PARAMS,
                 message="invalid cursor — skills/list returns a single page",
             )
-        snaps = _snapshots(view, ctx)
+        snaps = _snapshots(view)
         return ListSkillsResult(
             skills=[s.entry() for s in snaps], ttl_ms=TTL_MS, cache_scope=_scope(view, snaps)
         )
 
-    async def get_skill(ctx: Any, params: GetSkillParams) -> GetSkillResult:
-        for snap in _snapshots(view, ctx):
+    async def get_skill(ctx: Ctx, params: GetSkillParams) -> GetSkillResult:
+        for snap in _snapshots(view):
             if snap.skill_uri == params.uri:
                 return GetSkillResult(
                     skill=snap.entry(), ttl_ms=TTL_MS, cache_scope=_scope(view, [snap])
