@@ -14,7 +14,6 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ep_mcp.config import Settings
 from ep_mcp.eval.golden import GoldenQuery, load_golden
@@ -48,12 +47,14 @@ def golden_queries(golden_dir: Path) -> list[GoldenQuery]:
     return out
 
 
-def score(hub: SkillHub, queries: Sequence[GoldenQuery], *, smart: bool = False) -> dict[str, Any]:
+def score(
+    hub: SkillHub, queries: Sequence[GoldenQuery], *, smart: bool = False
+) -> dict[str, object]:
     """hit@1, hit@5 and MRR per category (any expected skill counts), and negatives answered."""
     per: dict[str, list[int | None]] = defaultdict(list)
     negatives: list[int] = []
     rankers: dict[str, int] = defaultdict(int)
-    misses: list[dict[str, Any]] = []
+    misses: list[dict[str, object]] = []
     took: list[float] = []
     for q in queries:
         reply = hub.search(q.query, 10, smart=smart)
@@ -106,7 +107,7 @@ def quality(
     env: Mapping[str, str],
     modes: Sequence[str],
     embedder: Embedder | str | None = "auto",
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Tap both golden repositories together and score each retrieval mode."""
     home = work / "home"
     settings = dataclasses.replace(settings, home=home)
@@ -126,7 +127,7 @@ def quality(
         index_s = time.perf_counter() - started
     finally:
         hub.close()
-    rows: dict[str, Any] = {
+    rows: dict[str, object] = {
         "index_seconds": round(index_s, 2),
         "reindex": report.reindexed,
         "queries": len(queries),
@@ -177,7 +178,7 @@ def scale(
     taps: int = 20,
     skills_per_tap: int = 100,
     queries: int = 200,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Lexical hub over ``taps * skills_per_tap`` synthetic skills: reindex and search times."""
     rng = random.Random(7)
     git = Git(env)
