@@ -11,13 +11,24 @@ import re
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ep_mcp.errors import NotFoundError, QueryError
 from ep_mcp.index.chunker import Heading, find_headings
 from ep_mcp.packs.fragments import anchors, fragment_id, holds_span
 from ep_mcp.packs.models import Document, Pack
 from ep_mcp.packs.references import resolve_reference
+from ep_mcp.reading_results import (
+    DocumentInfo,
+    DocumentRead,
+    GraphEdge,
+    GraphNode,
+    NeighborSection,
+    Span,
+    Topic,
+    TopicFile,
+    Topics,
+    Traversal,
+)
 
 MAX_PATH_CHARS = 1024
 _SEPARATORS = re.compile(r"\s*(?:>|\u203a|\u00bb)\s*")  # >, single and double angle quotes
@@ -126,31 +137,16 @@ def _find_anchor(doc: Document, all_sections: Sequence[Section], wanted: str) ->
     return found[0] if found else None
 
 
-def _span(doc: Document, line_range: tuple[int, int], reconstruct: bool) -> dict[str, Any]:
+def _span(doc: Document, line_range: tuple[int, int], reconstruct: bool) -> Span:
     lines = doc.text.splitlines(keepends=True)
     first, last = line_range
     text = "".join(lines[first - 1 : last])
-    out: dict[str, Any] = {"text": text, "line_range": [first, last]}
-    if reconstruct:
-        start = sum(len(line.encode("utf-8")) for line in lines[: first - 1])
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        out["byte_offset"] = [start, start + len(text.encode("utf-8"))]
-        out["span_hash"] = f"sha256:{digest}"
-    return out
-
-
-def _doc_info(doc: Document) -> dict[str, Any]:
-    return {
-        "path": doc.path,
-        "id": doc.id,
-        "title": doc.title,
-        "type": doc.type,
-        "tags": list(doc.tags),
-        "content_hash": doc.content_hash,
-        "verified_at": doc.verified_at,
-        "navigation": doc.navigation,
-        "requires": list(doc.requires),
-    }
+    if not reconstruct:
+        return Span(text, (first, last))
+    start = sum(len(line.encode("utf-8")) for line in lines[: first - 1])
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    end = start + len(text.encode("utf-8"))
+    return Span(text, (first, last), (start, end), f"sha256:{digest}")
 
 
 def read_document(
@@ -161,59 +157,53 @@ def read_document(
     section: str | None = None,
     neighbors: bool = False,
     reconstruct: bool = False,
-) -> dict[str, Any]:
+) -> DocumentRead:
     """A whole atom (frontmatter included), or one section and optionally its neighbours."""
     doc = find_document(pack, path, doc_id)
-    out = _doc_info(doc)
-    out["requires_resolved"] = [
+    resolved = tuple(
         r for r in (resolve_reference(pack, doc.path, ref) for ref in doc.requires) if r
-    ]
+    )
     n_lines = max(1, len(doc.text.splitlines()))
+    heading: tuple[str, ...] | None = None
+    listed: tuple[str, ...] | None = None
+    around: tuple[NeighborSection, ...] | None = None
     if section is None:
-        out.update(_span(doc, (1, n_lines), reconstruct))
-        out["section"] = None
-        out["sections"] = [" > ".join(s.heading_path) for s in sections(doc)]
+        span = _span(doc, (1, n_lines), reconstruct)
+        listed = tuple(" > ".join(s.heading_path) for s in sections(doc))
     else:
         index, all_sections = find_section(doc, section)
         me = all_sections[index]
-        out.update(_span(doc, me.line_range, reconstruct))
-        out["section"] = list(me.heading_path)
+        span = _span(doc, me.line_range, reconstruct)
+        heading = me.heading_path
         if neighbors:
-            out["neighbors"] = [
-                {"heading_path": list(s.heading_path), **_span(doc, s.line_range, reconstruct)}
+            around = tuple(
+                NeighborSection(s.heading_path, _span(doc, s.line_range, reconstruct))
                 for s in _neighbors(all_sections, index)
-            ]
-    if reconstruct:
-        title = out["section"][-1] if out["section"] else None
-        out["fragment_id"] = fragment_id(doc.id or doc.path, title, out["span_hash"][7:])
-    return out
+            )
+    fragment = None
+    if span.span_hash is not None:
+        title = heading[-1] if heading else None
+        fragment = fragment_id(doc.id or doc.path, title, span.span_hash[7:])
+    return DocumentRead(
+        pack.slug, DocumentInfo.of(doc), resolved, span, heading, listed, around, fragment
+    )
 
 
-def list_topics(pack: Pack, doc_type: str | None = None) -> dict[str, Any]:
+def list_topics(pack: Pack, doc_type: str | None = None) -> Topics:
     """The pack's files grouped by frontmatter type (navigation files marked)."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[TopicFile]] = defaultdict(list)
     for doc in sorted(pack.documents, key=lambda d: d.path):
         t = doc.type or "untyped"
         if doc_type is not None and t != doc_type:
             continue
-        groups[t].append(
-            {"path": doc.path, "title": doc.title, "id": doc.id, "navigation": doc.navigation}
-        )
+        groups[t].append(TopicFile(doc.path, doc.title, doc.id, doc.navigation))
     if doc_type is not None and not groups:
         types = sorted({d.type or "untyped" for d in pack.documents})
         raise NotFoundError(
             f"no files of type {doc_type!r} in pack '{pack.slug}' — types: {', '.join(types)}"
         )
-    topics = [
-        {"type": t, "count": len(items), "files": items} for t, items in sorted(groups.items())
-    ]
-    return {
-        "pack": pack.slug,
-        "name": pack.name,
-        "kind": pack.kind,
-        "files": sum(len(items) for items in groups.values()),
-        "topics": topics,
-    }
+    topics = tuple(Topic(t, tuple(items)) for t, items in sorted(groups.items()))
+    return Topics(pack.slug, pack.name, pack.kind, topics)
 
 
 def _resolve_start(pack: Pack, start: str) -> str:
@@ -230,7 +220,7 @@ def _resolve_start(pack: Pack, start: str) -> str:
 
 def traverse(
     pack: Pack, start: str, depth: int = 1, edge_kinds: Iterable[str] | None = None
-) -> dict[str, Any]:
+) -> Traversal:
     """Breadth-first walk over the pack's link graph from a file or node id, both directions,
     each node once (cycles are safe), up to ``depth`` hops."""
     kinds = set(edge_kinds or ())
@@ -247,7 +237,7 @@ def traverse(
     origin = _resolve_start(pack, start)
     seen = {origin: 0}
     queue: deque[str] = deque([origin])
-    edges: list[dict[str, Any]] = []
+    edges: list[GraphEdge] = []
     while queue:
         node = queue.popleft()
         if seen[node] >= depth:
@@ -256,21 +246,20 @@ def traverse(
             (s, k, False) for s, k in in_edges[node]
         ]:
             src, dst = (node, target) if outgoing else (target, node)
-            edges.append({"source": src, "target": dst, "kind": kind})
+            edges.append(GraphEdge(src, dst, kind))
             if target not in seen:
                 seen[target] = seen[node] + 1
                 queue.append(target)
-    unique = list({(e["source"], e["target"], e["kind"]): e for e in edges}.values())
     nodes = []
     for path, hops in sorted(seen.items(), key=lambda item: (item[1], item[0])):
         doc = pack.document(path)
         nodes.append(
-            {
-                "path": path,
-                "id": doc.id if doc else None,
-                "title": doc.title if doc else path,
-                "type": doc.type if doc else "",
-                "depth": hops,
-            }
+            GraphNode(
+                path,
+                doc.id if doc else None,
+                doc.title if doc else path,
+                doc.type if doc else "",
+                hops,
+            )
         )
-    return {"pack": pack.slug, "start": origin, "depth": depth, "nodes": nodes, "edges": unique}
+    return Traversal(pack.slug, origin, depth, tuple(nodes), tuple(dict.fromkeys(edges)))

@@ -358,7 +358,7 @@ def test_a_huge_query_is_refused_without_being_echoed(open_ctx: Any) -> None:
 @pytest.fixture
 def hub_serve(serve_ctx: Any, tmp_path: Path) -> Iterator[ServeContext]:
     """alpha and beta keyed, plus a hub over one local folder tap."""
-    from ep_mcp.skills.hub import SkillHub
+    from ep_mcp.hub.hub import SkillHub
 
     serve, _ = serve_ctx
     tap = tmp_path / "tap" / "cert-renewal"
@@ -376,7 +376,7 @@ def hub_serve(serve_ctx: Any, tmp_path: Path) -> Iterator[ServeContext]:
         ),
     )
     hub = SkillHub(settings, {})
-    hub.reindex()
+    hub.reindex().to_dict()
     yield dataclasses.replace(serve, hub=hub)
     hub.close()
 

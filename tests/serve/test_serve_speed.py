@@ -7,18 +7,18 @@ import asyncio
 import pytest
 from click.testing import CliRunner
 
+from ep_mcp.bench.serve import Connection
 from ep_mcp.cli import main
 from ep_mcp.errors import QueryError
 from ep_mcp.index.embed import QueryEmbeddingCache
 from ep_mcp.index.embed.fake import HashingEmbedder
 from ep_mcp.serve.app import cheap_queries
-from ep_mcp.serve.bench import _Connection
-from ep_mcp.tools.registry import _validator, get_tool, validate_arguments
+from ep_mcp.tools.registry import get_tool, validate_arguments, validator_for
 
 
 def test_a_tools_validator_is_built_once_and_still_rejects_bad_arguments() -> None:
     spec = get_tool("ep_search")
-    assert _validator(spec) is _validator(spec)
+    assert validator_for(spec) is validator_for(spec)
     validate_arguments(spec, {"query": "install"})
     with pytest.raises(QueryError, match="ep_search"):
         validate_arguments(spec, {"query": 3})
@@ -63,7 +63,7 @@ async def _serve_once(bodies: list[bytes]) -> tuple[list[tuple[int, bytes]], int
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    conn = _Connection("127.0.0.1", port)
+    conn = Connection("127.0.0.1", port)
     out = [await conn.request("POST", "/x", b"{}") for _ in bodies]
     await conn.close()
     server.close()

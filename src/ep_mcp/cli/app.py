@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 import click
 
@@ -18,7 +18,8 @@ from ep_mcp import __version__
 from ep_mcp.config import PackSettings, Settings, default_home, load_settings
 from ep_mcp.errors import EpMcpError
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def setup_logging(level: str = "WARNING") -> None:
@@ -59,21 +60,21 @@ def resolve_settings(
     return dataclasses.replace(settings, home=home)
 
 
-def fail_cleanly(fn: F) -> F:
+def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn our errors into one line on stderr and exit 1 — never a traceback for bad input."""
 
     @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except EpMcpError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
-def emit_json(data: Any) -> None:
+def emit_json(data: object) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 

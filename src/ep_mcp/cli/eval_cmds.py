@@ -124,7 +124,7 @@ def beir_cmd(
     as_json: bool,
 ) -> None:
     """nDCG@10, recall@100, p50/p95 latency and index time on a BEIR-layout FOLDER."""
-    from ep_mcp.eval.bench import run_beir
+    from ep_mcp.bench.query import run_beir
 
     settings, home = _settings(config, provider)
     rep = run_beir(
@@ -179,7 +179,7 @@ def query_cmd(
     as_json: bool,
 ) -> None:
     """Query latency p50/p95 on PACK: embedding the query, cached, and lexical only."""
-    from ep_mcp.eval.bench import Latency, query_latency, synthetic_latency
+    from ep_mcp.bench.query import Latency, query_latency, synthetic_latency
     from ep_mcp.eval.golden import load_golden
     from ep_mcp.eval.run import open_runtime
     from ep_mcp.runtime import make_embedder

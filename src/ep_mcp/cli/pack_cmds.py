@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 import textwrap
 import time
 from collections.abc import Mapping, Sequence
@@ -329,11 +330,12 @@ def doctor_cmd(as_json: bool) -> None:
 @fail_cleanly
 def bench_index_cmd(pack: Path, provider: str | None, runs: int, as_json: bool) -> None:
     """Time a full build, a no-change re-index and a one-file change of PACK (fresh processes)."""
-    from ep_mcp.index.bench import bench_index, render
+    from ep_mcp.bench.index import bench_index, render
 
     if not pack.is_dir():
         raise PackError(f"no pack folder at {pack} — pass the path of a folder of markdown files")
-    result = bench_index(pack.resolve(), provider=provider, runs=runs)
+    with tempfile.TemporaryDirectory(prefix="ep-bench-") as work:
+        result = bench_index(pack.resolve(), Path(work), os.environ, provider=provider, runs=runs)
     if as_json:
         emit_json(result)
     else:

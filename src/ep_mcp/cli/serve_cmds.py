@@ -168,12 +168,13 @@ def bench_serve_cmd(
     as_json: bool,
 ) -> None:
     """Loopback load test: N concurrent clients on /search and on MCP ep_search."""
+    from ep_mcp.bench.serve import render, run_bench
     from ep_mcp.cli.app import emit_json
     from ep_mcp.serve.app import example_pack
-    from ep_mcp.serve.bench import render, run_bench
 
     report = run_bench(
         [Path(p) for p in packs] or [example_pack()],
+        os.environ,
         clients=clients,
         seconds=5.0 if short else seconds,
         provider=provider or "hashing",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,16 +25,17 @@ from ep_mcp.cli.app import (
     main,
     resolve_settings,
 )
-from ep_mcp.tools.registry import ToolContext, call_tool
+from ep_mcp.tools.registry import Arguments, get_tool, validate_arguments
 
 if TYPE_CHECKING:
-    from ep_mcp.skills.hub import SkillHub
+    from ep_mcp.hub.hub import SkillHub
+    from ep_mcp.hub.results import ReindexReport
 
 
 @contextmanager
 def open_hub(config: Path | None) -> Iterator[SkillHub]:
     settings = resolve_settings(config)
-    from ep_mcp.skills.hub import SkillHub
+    from ep_mcp.hub.hub import SkillHub
 
     hub = SkillHub(settings, os.environ)
     try:
@@ -43,11 +44,11 @@ def open_hub(config: Path | None) -> Iterator[SkillHub]:
         hub.close()
 
 
-def _reindex_line(report: Mapping[str, Any]) -> str:
-    mode = "lexical + vectors" if report.get("dense") else "lexical"
-    line = f"reindex ({mode}): {report['reindexed']} reindexed, {report['reused']} reused"
-    for err in report.get("errors", []):
-        line += f"\nwarning: {err['tap']}: {err['error']}"
+def _reindex_line(report: ReindexReport) -> str:
+    mode = "lexical + vectors" if report.dense else "lexical"
+    line = f"reindex ({mode}): {report.reindexed} reindexed, {report.reused} reused"
+    for err in report.errors:
+        line += f"\nwarning: {err.tap}: {err.error}"
     return line
 
 
@@ -61,17 +62,17 @@ def _reindex_line(report: Mapping[str, Any]) -> str:
 @fail_cleanly
 def tap_cmd(source: str, allow_file: bool, config: Path | None, as_json: bool) -> None:
     """Clone a skills repository (https URL, git@host:owner/repo, owner/repo) and index it."""
-    from ep_mcp.skills.git import CREDENTIALS_DROPPED, strip_credentials
+    from ep_mcp.hub.git import CREDENTIALS_DROPPED, strip_credentials
 
     if strip_credentials(source)[1]:
         click.echo(f"warning: {CREDENTIALS_DROPPED}", err=True)
     with open_hub(config) as hub:
         report = hub.tap(source, allow_file=allow_file)
     if as_json:
-        emit_json(report)
+        emit_json(report.to_dict())
         return
-    skills = sum(t["skills"] for t in report["taps"])
-    click.echo(f"tapped {report['tap']} ({skills} skills) → {report['path']}")
+    skills = sum(t.skills for t in report.report.taps)
+    click.echo(f"tapped {report.tap} ({skills} skills) → {report.path}")
 
 
 @main.command("untap")
@@ -81,7 +82,7 @@ def tap_cmd(source: str, allow_file: bool, config: Path | None, as_json: bool) -
 def untap_cmd(name: str, config: Path | None) -> None:
     """Remove a tap (its clone and its index)."""
     with open_hub(config) as hub:
-        click.echo(f"untapped {hub.untap(name)['untapped']}")
+        click.echo(f"untapped {hub.untap(name)}")
 
 
 @main.command("taps")
@@ -93,21 +94,18 @@ def taps_cmd(config: Path | None, as_json: bool) -> None:
     with open_hub(config) as hub:
         rows = hub.list_taps()
     if as_json:
-        emit_json(rows)
+        emit_json([r.to_dict() for r in rows])
         return
     if not rows:
         click.echo("no taps — add one with `ep-mcp tap owner/repo`")
     for r in rows:
-        commit = str(r.get("commit", "?"))[:12]
-        indexed = r.get("indexed_at") or "never (run `ep-mcp reindex`)"
-        flags = " [stale: run `ep-mcp reindex`]" if r.get("stale") else ""
-        flags += " [vectors]" if r.get("dense") else ""
-        click.echo(
-            f"{r['tap']:<32} {commit:<12} {r.get('skills') or 0:>5} skills  "
-            f"indexed {indexed}{flags}"
-        )
-        if r.get("error"):
-            click.echo(f"    error: {r['error']}")
+        commit = (r.commit or "?")[:12]
+        indexed = r.index.indexed_at or "never (run `ep-mcp reindex`)"
+        flags = " [stale: run `ep-mcp reindex`]" if r.stale else ""
+        flags += " [vectors]" if r.index.dense else ""
+        click.echo(f"{r.tap:<32} {commit:<12} {r.skills or 0:>5} skills  indexed {indexed}{flags}")
+        if r.error:
+            click.echo(f"    error: {r.error}")
 
 
 @main.command("update")
@@ -120,16 +118,16 @@ def update_cmd(names: tuple[str, ...], config: Path | None, as_json: bool) -> No
     with open_hub(config) as hub:
         report = hub.update(names)
     if as_json:
-        emit_json(report)
+        emit_json(report.to_dict())
         return
-    for u in report["updated"]:
-        if u["error"]:
-            click.echo(f"{u['tap']}: failed — {u['error']}", err=True)
-        elif u["changed"]:
-            click.echo(f"{u['tap']}: {str(u['old'] or 'new')[:12]} → {str(u['new'])[:12]}")
+    for u in report.updated:
+        if u.error:
+            click.echo(f"{u.tap}: failed — {u.error}", err=True)
+        elif u.changed:
+            click.echo(f"{u.tap}: {(u.old or 'new')[:12]} → {str(u.new)[:12]}")
         else:
-            click.echo(f"{u['tap']}: up to date")
-    click.echo(f"{report['changed']} changed · " + _reindex_line(report))
+            click.echo(f"{u.tap}: up to date")
+    click.echo(f"{report.changed} changed · " + _reindex_line(report.report))
 
 
 @main.command("reindex")
@@ -147,7 +145,7 @@ def reindex_cmd(dense: bool | None, force: bool, config: Path | None, as_json: b
     with open_hub(config) as hub:
         report = hub.reindex(dense=dense, force=force)
     if as_json:
-        emit_json(report)
+        emit_json(report.to_dict())
     else:
         click.echo(_reindex_line(report))
 
@@ -157,9 +155,9 @@ def skills_group() -> None:
     """Search, list, inspect and discover skills (the same tools the MCP server offers)."""
 
 
-def _call(config: Path | None, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
-    with open_hub(config) as hub:
-        return call_tool(ToolContext(library=None, hub=hub), name, args)
+def _check(tool: str, args: Arguments) -> None:
+    """Refuse what the MCP tool would refuse, with the same message."""
+    validate_arguments(get_tool(tool), args)
 
 
 @skills_group.command("search")
@@ -173,23 +171,22 @@ def search_cmd(
     query: str, limit: int, smart: bool | None, config: Path | None, as_json: bool
 ) -> None:
     """Find the best skill for QUERY across every tap."""
-    args: dict[str, Any] = {"query": query, "limit": limit}
-    if smart:
-        args["smart"] = True
-    data = _call(config, "skill_search", args)
+    _check("skill_search", {"query": query, "limit": limit})
+    with open_hub(config) as hub:
+        data = hub.search(query, limit, smart=True if smart else None)
     if as_json:
-        emit_json(data)
+        emit_json(data.to_dict())
         return
-    click.echo(f"{len(data['results'])} skills · ranker {data['ranker']} · {data['took_ms']} ms")
-    for i, r in enumerate(data["results"], start=1):
-        where = " > ".join(r.get("heading_path") or [])
-        lines = r.get("line_range")
-        span = f":{lines[0]}-{lines[1]}" if lines else ""
-        click.echo(
-            f"{i:>2}. {r['id']}  ({r['name']})  {r.get('source_file', r['path'])}{span}  {where}"
-        )
-        click.echo(textwrap.indent(textwrap.fill(r.get("snippet") or r["description"], 96), "    "))
-    for note in data.get("notes", []):
+    click.echo(f"{len(data.results)} skills · ranker {data.ranker} · {data.took_ms} ms")
+    for i, hit in enumerate(data.results, start=1):
+        s, m = hit.skill, hit.match
+        where = " > ".join(m.heading_path) if m else ""
+        span = f":{m.line_range[0]}-{m.line_range[1]}" if m else ""
+        source = m.source_file if m else s.path
+        click.echo(f"{i:>2}. {s.id}  ({s.name})  {source}{span}  {where}")
+        snippet = (m.snippet if m else "") or s.description
+        click.echo(textwrap.indent(textwrap.fill(snippet, 96), "    "))
+    for note in data.notes:
         click.echo(f"note: {note}", err=True)
 
 
@@ -199,12 +196,13 @@ def search_cmd(
 @fail_cleanly
 def list_cmd(config: Path | None, as_json: bool) -> None:
     """Every skill of every tap."""
-    data = _call(config, "skill_list", {})
+    with open_hub(config) as hub:
+        data = hub.list_skills()
     if as_json:
-        emit_json(data)
+        emit_json(data.to_dict())
         return
-    for r in data["skills"]:
-        click.echo(f"{r['id']:<60} {r['description'][:80]}")
+    for r in data.skills:
+        click.echo(f"{r.id:<60} {r.description[:80]}")
 
 
 @skills_group.command("info")
@@ -214,13 +212,17 @@ def list_cmd(config: Path | None, as_json: bool) -> None:
 @fail_cleanly
 def info_cmd(name: str, config: Path | None, as_json: bool) -> None:
     """Describe the skill NAME (`tap:name` when several taps have one)."""
-    data = _call(config, "skill_info", {"name": name})
+    _check("skill_info", {"name": name})
+    with open_hub(config) as hub:
+        data = hub.info(name)
     if as_json:
-        emit_json(data)
+        emit_json(data.to_dict())
         return
-    for key in ("id", "name", "tap", "path", "description"):
-        click.echo(f"{key}: {data[key]}")
-    click.echo("files: " + ", ".join(data["files"]))
+    s = data.skill
+    for key, value in (("id", s.id), ("name", s.name), ("tap", s.tap), ("path", s.path)):
+        click.echo(f"{key}: {value}")
+    click.echo(f"description: {s.description}")
+    click.echo("files: " + ", ".join(data.files))
 
 
 @skills_group.command("read")
@@ -231,13 +233,15 @@ def info_cmd(name: str, config: Path | None, as_json: bool) -> None:
 @fail_cleanly
 def read_cmd(name: str, offset: int, config: Path | None, as_json: bool) -> None:
     """Print the SKILL.md of NAME (bounded; a cut is announced on stderr)."""
-    data = _call(config, "skill_read", {"name": name, "offset": offset})
+    _check("skill_read", {"name": name, "offset": offset})
+    with open_hub(config) as hub:
+        data = hub.read(name, offset=offset)
     if as_json:
-        emit_json(data)
+        emit_json(data.to_dict())
         return
-    click.echo(data["text"], nl=False)
-    if data.get("note"):
-        click.echo(data["note"], err=True)
+    click.echo(data.text, nl=False)
+    if data.note:
+        click.echo(data.note, err=True)
 
 
 @skills_group.command("discover")
@@ -248,12 +252,14 @@ def read_cmd(name: str, offset: int, config: Path | None, as_json: bool) -> None
 @fail_cleanly
 def discover_cmd(query: str, limit: int, config: Path | None, as_json: bool) -> None:
     """Search GitHub for SKILL.md files matching QUERY (needs the `gh` CLI)."""
-    data = _call(config, "skill_discover_github", {"query": query, "limit": limit})
+    _check("skill_discover_github", {"query": query, "limit": limit})
+    with open_hub(config) as hub:
+        data = hub.discover(query, limit)
     if as_json:
-        emit_json(data)
+        emit_json(data.to_dict())
         return
-    for r in data["results"]:
-        click.echo(f"{r['repository']:<40} {r['path']}   → {r['tap']}")
+    for r in data.results:
+        click.echo(f"{r.repository:<40} {r.path}   → {r.tap}")
 
 
 @bench.command("skills")
@@ -291,10 +297,10 @@ def bench_skills_cmd(
     as_json: bool,
 ) -> None:
     """Hub ranking quality (hit@1/hit@5/MRR per mode) and, with --scale, reindex/search times."""
-    from ep_mcp.skills import bench as hub_bench
+    from ep_mcp.bench import hub as hub_bench
 
     settings = resolve_settings(config)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {}  # the bench's report: loose JSON, rendered below
     with tempfile.TemporaryDirectory(prefix="ep-bench-skills-") as tmp:
         base = work or Path(tmp)
         if quality:

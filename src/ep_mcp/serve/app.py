@@ -25,7 +25,7 @@ from ep_mcp.serve.mcp_server import ServeContext
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from ep_mcp.skills.hub import SkillHub
+    from ep_mcp.hub.hub import SkillHub
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None
     )
     if not has_taps:
         return None
-    from ep_mcp.skills.hub import SkillHub
+    from ep_mcp.hub.hub import SkillHub
 
     try:
         return SkillHub(settings, env)

@@ -15,11 +15,11 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 import mcp_types as types
-from mcp.server import Server
+from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from ep_mcp.errors import EpMcpError, NotFoundError
@@ -27,13 +27,21 @@ from ep_mcp.runtime import Library, PackRuntime
 from ep_mcp.serve import guide, resources
 from ep_mcp.serve.auth import Access
 from ep_mcp.serve.querylog import QueryLog
-from ep_mcp.serve.skills_ext import install_skills
+from ep_mcp.serve.skill_publish import install_skills
 from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
+
+if TYPE_CHECKING:
+    from ep_mcp.hub.hub import SkillHub
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SERVER_NAME = "ep-mcp"
+
+# The SDK's request context and server are generic over a lifespan result; ours has none, so
+# the parameter is Any (forced by the SDK's generics, not a hole in our own types).
+Ctx = ServerRequestContext[Any]
+McpServer = Server[Any]
 
 
 @dataclass
@@ -41,7 +49,7 @@ class ServeContext:
     """What every adapter serves: the library, the optional skills hub, the query log."""
 
     library: Library
-    hub: Any | None = None
+    hub: SkillHub | None = None
     query_log: QueryLog | None = None
     keyed: frozenset[str] = field(default_factory=frozenset)  # slugs that require a key
     # Run tool calls on the event loop instead of a worker thread. Only for cheap, pure-Python
@@ -50,7 +58,7 @@ class ServeContext:
     inline: bool = False
 
 
-async def run_sync(serve: ServeContext, fn: Callable[..., T], *args: Any) -> T:
+async def run_sync(serve: ServeContext, fn: Callable[..., T], *args: object) -> T:
     """``fn(*args)`` inline when ``serve.inline``, else on a worker thread."""
     if serve.inline:
         return fn(*args)
@@ -74,7 +82,7 @@ class PackScope:
         return [s for s in self.serve.library.slugs() if s in self.access.packs]
 
     @property
-    def hub(self) -> Any | None:
+    def hub(self) -> SkillHub | None:
         return self.serve.hub if self.access.hub else None
 
     def runtimes(self) -> list[PackRuntime]:
@@ -124,7 +132,7 @@ def error_result(message: str) -> types.CallToolResult:
     )
 
 
-def run_tool(view: PackScope, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+def run_tool(view: PackScope, name: str, arguments: dict[str, object]) -> types.CallToolResult:
     """Call a registry tool; every failure becomes an `isError` result, never an exception."""
     started = time.perf_counter()
     if name not in {s.name for s in tool_specs(view)}:
@@ -161,20 +169,24 @@ def _not_found(message: str, uri: str) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri[:500]})
 
 
-def build_server(serve: ServeContext, access: Access | None = None) -> Server[Any]:
+def build_server(serve: ServeContext, access: Access | None = None) -> McpServer:
     """One MCP server over ``access`` (None: every pack and the hub, as on stdio)."""
     view = PackScope(serve, access if access is not None else full_access(serve))
     packs = [serve.library.runtimes[s].pack for s in view.all_slugs()]
     multi = len(packs) > 1
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[_tool(s) for s in tool_specs(view)])
 
-    async def call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         return await run_sync(serve, run_tool, view, params.name, arguments)
 
-    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+    async def list_resources(
+        ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
         items = [r for rt in view.runtimes() for r in resources.static_resources(rt.pack)]
         return types.ListResourcesResult(
             resources=[
@@ -189,7 +201,9 @@ def build_server(serve: ServeContext, access: Access | None = None) -> Server[An
             ]
         )
 
-    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    async def list_templates(
+        ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
         items = [t for rt in view.runtimes() for t in resources.templates(rt.pack)]
         return types.ListResourceTemplatesResult(
             resource_templates=[
@@ -203,7 +217,9 @@ def build_server(serve: ServeContext, access: Access | None = None) -> Server[An
             ]
         )
 
-    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+    async def read_resource(
+        ctx: Ctx, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
             scheme, slug, rest = resources.split_uri(uri)
@@ -224,7 +240,9 @@ def build_server(serve: ServeContext, access: Access | None = None) -> Server[An
                 table[f"{rt.slug}/{p.name}" if multi else p.name] = (rt, p)
         return table
 
-    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+    async def list_prompts(
+        ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
         arg = types.PromptArgument(
             name="question", required=False, description="The user's situation or question."
         )
@@ -235,7 +253,7 @@ def build_server(serve: ServeContext, access: Access | None = None) -> Server[An
             ]
         )
 
-    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         table = prompt_table()
         if params.name not in table:
             raise MCPError(
@@ -253,7 +271,7 @@ def build_server(serve: ServeContext, access: Access | None = None) -> Server[An
             ],
         )
 
-    server: Server[Any] = Server(
+    server: McpServer = Server(
         SERVER_NAME,
         version=version(),
         title="ep-mcp" + (f" · {packs[0].name}" if len(packs) == 1 else ""),

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote, unquote
 
 from ep_mcp.errors import NotFoundError
 from ep_mcp.packs.models import Pack
-from ep_mcp.serve.skillpack import snapshot_of
+from ep_mcp.serve.skill_publish import snapshot_of
 
 MAX_URI_CHARS = 4096
 JSON = "application/json"
@@ -38,7 +37,7 @@ class TemplateInfo:
     mime_type: str
 
 
-def _dump(data: Any) -> str:
+def _dump(data: object) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
@@ -100,7 +99,7 @@ def templates(pack: Pack) -> list[TemplateInfo]:
     return items
 
 
-def manifest_doc(pack: Pack) -> dict[str, Any]:
+def manifest_doc(pack: Pack) -> dict[str, object]:
     return {
         "slug": pack.slug,
         "name": pack.name,
@@ -114,7 +113,7 @@ def manifest_doc(pack: Pack) -> dict[str, Any]:
     }
 
 
-def authority_doc(pack: Pack) -> dict[str, Any]:
+def authority_doc(pack: Pack) -> dict[str, object]:
     boundary = pack.manifest.get("authority_boundary")
     if not isinstance(boundary, Mapping):
         return {
@@ -126,7 +125,7 @@ def authority_doc(pack: Pack) -> dict[str, Any]:
     return {"pack": pack.slug, "declared": True, **dict(boundary)}
 
 
-def files_doc(pack: Pack) -> dict[str, Any]:
+def files_doc(pack: Pack) -> dict[str, object]:
     return {
         "pack": pack.slug,
         "files": [

@@ -7,17 +7,29 @@ the MCP server, `/search` and the CLI all reach them through the registry.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ep_mcp.errors import QueryError
 from ep_mcp.packs.fragments import TOP, split_fragment_id
 from ep_mcp.reading import MAX_PATH_CHARS, list_topics, read_document, traverse
 from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.tools.registry import ToolContext, ToolSpec, register
-from ep_mcp.tools.schema import input_object, output_object
+from ep_mcp.tools.registry import Arguments, JsonObject, ToolContext, ToolSpec, register
+from ep_mcp.tools.schema import (
+    JsonSchema,
+    arg_bool,
+    arg_int,
+    arg_opt_str,
+    arg_str,
+    arg_strs,
+    input_object,
+    output_object,
+)
 
-PACK_PROPERTY: dict[str, Any] = {
+if TYPE_CHECKING:
+    from ep_mcp.runtime import PackRuntime
+
+PACK_PROPERTY: dict[str, object] = {
     "type": "string",
     "minLength": 1,
     "maxLength": 200,
@@ -29,7 +41,7 @@ _PATH = {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS}
 _TAGS = {"type": "array", "items": {"type": "string", "maxLength": 200}, "maxItems": 50}
 
 
-def _schema(properties: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+def _schema(properties: Mapping[str, object], required: tuple[str, ...] = ()) -> JsonSchema:
     """A pack tool's arguments: ``properties`` plus the optional ``pack``."""
     return input_object({**properties, "pack": PACK_PROPERTY}, required)
 
@@ -217,61 +229,64 @@ GRAPH_OUTPUT = output_object(
 )
 
 
-def _runtime(ctx: ToolContext, args: Mapping[str, Any]) -> Any:
-    return ctx.library.get(args.get("pack"))
+def _runtime(ctx: ToolContext, args: Arguments) -> PackRuntime:
+    return ctx.library.get(arg_opt_str(args, "pack") if "pack" in args else None)
 
 
-def search_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+def search_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
     rt = _runtime(ctx, args)
-    query = str(args["query"])
+    query = arg_str(args, "query")
     if not query.strip():
         raise QueryError("ep_search: query is blank — pass some words to search for")
     request = SearchRequest(
         query=query,
-        k=int(args.get("max_results", 10)),
-        type=args.get("type") or None,
-        tags=tuple(args.get("tags") or ()),
-        reconstruct=bool(args.get("reconstruct", False)),
+        k=arg_int(args, "max_results", 10),
+        type=arg_opt_str(args, "type"),
+        tags=arg_strs(args, "tags") or (),
+        reconstruct=arg_bool(args, "reconstruct"),
         vector=ctx.extras.get("vector"),  # HTTP POST /search only; not in the MCP schema
     )
-    result: dict[str, Any] = rt.search(request).to_dict()
-    return result
+    return rt.search(request).to_dict()
 
 
-def read_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+def read_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
     if ("path" in args) == ("id" in args):
         raise QueryError("ep_read: pass exactly one of `path` or `id`")
-    path, doc_id, section = args.get("path"), args.get("id"), args.get("section")
+    path = arg_str(args, "path") if "path" in args else None
+    doc_id = arg_str(args, "id") if "id" in args else None
+    section = arg_str(args, "section") if "section" in args else None
     fragment = split_fragment_id(doc_id or path or "") if section is None else None
     if fragment is not None:  # a fragment id from ep_search: its file, at its section
         ref, anchor, digest = fragment
         path, doc_id = None, ref  # an id or a path: `id` resolves both
         if anchor != TOP:
             section = f"{anchor}:{digest}" if digest else anchor
-    if args.get("neighbors") and section is None:
+    if arg_bool(args, "neighbors") and section is None:
         raise QueryError("ep_read: `neighbors` needs `section` — name the section to centre on")
     rt = _runtime(ctx, args)
-    out = read_document(
+    read = read_document(
         rt.pack,
         path=path,
         doc_id=doc_id,
         section=section,
-        neighbors=bool(args.get("neighbors", False)),
-        reconstruct=bool(args.get("reconstruct", False)),
+        neighbors=arg_bool(args, "neighbors"),
+        reconstruct=arg_bool(args, "reconstruct"),
     )
-    return {"pack": rt.slug, **out}
+    return read.to_dict()
 
 
-def topics_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    return list_topics(_runtime(ctx, args).pack, args.get("type"))
+def topics_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
+    doc_type = arg_str(args, "type") if "type" in args else None
+    return list_topics(_runtime(ctx, args).pack, doc_type).to_dict()
 
 
-def graph_handler(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+def graph_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
     if ("file_path" in args) == ("node_id" in args):
         raise QueryError("ep_graph_traverse: pass exactly one of `file_path` or `node_id`")
     rt = _runtime(ctx, args)
     start = str(args.get("file_path") or args.get("node_id"))
-    return traverse(rt.pack, start, int(args.get("depth", 1)), args.get("edge_kinds"))
+    kinds = arg_strs(args, "edge_kinds")
+    return traverse(rt.pack, start, arg_int(args, "depth", 1), kinds).to_dict()
 
 
 register(

@@ -10,32 +10,43 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ep_mcp.errors import NotFoundError, QueryError
+
+if TYPE_CHECKING:  # annotations only: this module stays import-light
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
+    from ep_mcp.hub.hub import SkillHub
+    from ep_mcp.runtime import Library
+
+Arguments = Mapping[str, object]  # validated against the tool's input schema
+JsonObject = dict[str, object]  # a tool's structured result, ready for json.dumps
 
 
 @dataclass
 class ToolContext:
     """What handlers may use: the served packs and, when enabled, the skills hub."""
 
-    library: Any  # ep_mcp.runtime.Library (Any keeps this module import-light)
-    hub: Any | None = None  # ep_mcp.skills hub, when the skill tools are enabled
+    library: Library
+    hub: SkillHub | None = None  # when the skill tools are enabled
+    # adapter-only inputs outside the tool schema (HTTP POST /search: "vector")
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-Handler = Callable[[ToolContext, Mapping[str, Any]], dict[str, Any]]
+Handler = Callable[[ToolContext, Arguments], JsonObject]
 
 
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
     description: str
-    input_schema: Mapping[str, Any]
+    input_schema: Mapping[str, object]
     handler: Handler
-    output_schema: Mapping[str, Any] | None = None
+    output_schema: Mapping[str, object] | None = None
     title: str | None = None
     group: str = "pack"  # "pack" tools need packs; "skills" tools need the hub
 
@@ -63,10 +74,10 @@ def get_tool(name: str) -> ToolSpec:
         ) from None
 
 
-_VALIDATORS: dict[int, tuple[ToolSpec, Any]] = {}
+_VALIDATORS: dict[int, tuple[ToolSpec, Validator]] = {}
 
 
-def _validator(spec: ToolSpec) -> Any:
+def validator_for(spec: ToolSpec) -> Validator:
     """The spec's Draft 2020-12 validator, built once per spec (building one costs more
     than validating a call)."""
     cached = _VALIDATORS.get(id(spec))
@@ -74,7 +85,7 @@ def _validator(spec: ToolSpec) -> Any:
         return cached[1]
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(spec.input_schema)
+    validator: Validator = jsonschema.Draft202012Validator(spec.input_schema)
     _VALIDATORS[id(spec)] = (spec, validator)
     return validator
 
@@ -82,7 +93,7 @@ def _validator(spec: ToolSpec) -> Any:
 MAX_ERROR_CHARS = 200  # a validation message never echoes more of the caller's input
 
 
-def _describe(err: Any) -> str:
+def _describe(err: ValidationError) -> str:
     """One short line for a schema violation, without repeating a large offending value."""
     kind, limit = err.validator, err.validator_value
     if kind == "maxLength":
@@ -95,10 +106,11 @@ def _describe(err: Any) -> str:
     return message if len(message) <= MAX_ERROR_CHARS else message[:MAX_ERROR_CHARS] + "…"
 
 
-def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
+def validate_arguments(spec: ToolSpec, arguments: Arguments) -> None:
     """Check arguments against the tool's input schema; one readable line on failure."""
-    validator = _validator(spec)
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+    validator = validator_for(spec)
+    instance: Any = dict(arguments)  # jsonschema's stubs want JSON-typed values, not object
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
     if errors:
         err = errors[0]
         where = ".".join(str(p) for p in err.path) or "arguments"
@@ -111,7 +123,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
         )
 
 
-def _unencodable(value: Any, where: str = "arguments") -> str | None:
+def _unencodable(value: object, where: str = "arguments") -> str | None:
     """The path of the first string that is not valid Unicode (lone surrogates), if any."""
     if isinstance(value, str):
         try:
@@ -120,7 +132,7 @@ def _unencodable(value: Any, where: str = "arguments") -> str | None:
             return where
         return None
     if isinstance(value, Mapping):
-        items: Any = value.items()
+        items: Iterable[tuple[object, object]] = value.items()
     elif isinstance(value, list | tuple):
         items = enumerate(value)
     else:
@@ -134,7 +146,7 @@ def _unencodable(value: Any, where: str = "arguments") -> str | None:
     return None
 
 
-def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+def call_tool(ctx: ToolContext, name: str, arguments: Arguments | None) -> JsonObject:
     spec = get_tool(name)
     args = dict(arguments or {})
     validate_arguments(spec, args)

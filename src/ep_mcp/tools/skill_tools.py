@@ -8,13 +8,15 @@ anything else for bad input or a missing outside tool.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ep_mcp.errors import NotFoundError
 from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
-from ep_mcp.tools.registry import ToolContext, ToolSpec, register
-from ep_mcp.tools.schema import input_object, output_object
+from ep_mcp.tools.registry import Arguments, JsonObject, ToolContext, ToolSpec, register
+from ep_mcp.tools.schema import arg_int, arg_opt_bool, arg_str, input_object, output_object
+
+if TYPE_CHECKING:
+    from ep_mcp.hub.hub import SkillHub
 
 _NAME = {
     "type": "string",
@@ -35,7 +37,7 @@ _SEARCH_TEXT = """
 SEARCH_DESCRIPTION = " ".join(_SEARCH_TEXT.split())
 
 
-def _hub(ctx: ToolContext) -> Any:
+def _hub(ctx: ToolContext) -> SkillHub:
     if ctx.hub is None:
         raise NotFoundError(
             "the skills hub is not enabled here — tap a repository with "
@@ -44,43 +46,37 @@ def _hub(ctx: ToolContext) -> Any:
     return ctx.hub
 
 
-_SKILL_ROW = output_object(
-    {
-        "id": {"type": "string"},
-        "tap": {"type": "string"},
-        "name": {"type": "string"},
-        "description": {"type": "string"},
-        "path": {"type": "string"},
-    },
-    ("id", "tap", "name"),
-)
+_SKILL_PROPERTIES: dict[str, object] = {
+    "id": {"type": "string"},
+    "tap": {"type": "string"},
+    "name": {"type": "string"},
+    "description": {"type": "string"},
+    "path": {"type": "string"},
+}
+_SKILL_ROW = output_object(_SKILL_PROPERTIES, ("id", "tap", "name"))
 
 
-def _search(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = _hub(ctx).search(
-        args["query"], int(args.get("limit", 10)), smart=args.get("smart")
+def _search(ctx: ToolContext, args: Arguments) -> JsonObject:
+    reply = _hub(ctx).search(
+        arg_str(args, "query"), arg_int(args, "limit", 10), smart=arg_opt_bool(args, "smart")
     )
-    return result
+    return reply.to_dict()
 
 
-def _list(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    rows = _hub(ctx).list_skills()
-    return {"count": len(rows), "skills": rows}
+def _list(ctx: ToolContext, args: Arguments) -> JsonObject:
+    return _hub(ctx).list_skills().to_dict()
 
 
-def _info(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = _hub(ctx).info(args["name"])
-    return result
+def _info(ctx: ToolContext, args: Arguments) -> JsonObject:
+    return _hub(ctx).info(arg_str(args, "name")).to_dict()
 
 
-def _read(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = _hub(ctx).read(args["name"], offset=int(args.get("offset", 0)))
-    return result
+def _read(ctx: ToolContext, args: Arguments) -> JsonObject:
+    return _hub(ctx).read(arg_str(args, "name"), offset=arg_int(args, "offset", 0)).to_dict()
 
 
-def _discover(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = _hub(ctx).discover(args["query"], int(args.get("limit", 20)))
-    return result
+def _discover(ctx: ToolContext, args: Arguments) -> JsonObject:
+    return _hub(ctx).discover(arg_str(args, "query"), arg_int(args, "limit", 20)).to_dict()
 
 
 register(
@@ -174,7 +170,7 @@ register(
         ),
         output_schema=output_object(
             {
-                **_SKILL_ROW["properties"],
+                **_SKILL_PROPERTIES,
                 "text": {"type": "string"},
                 "truncated": {"type": "boolean"},
                 "total_chars": {"type": "integer"},

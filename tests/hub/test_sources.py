@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.skills.errors import TapError
-from ep_mcp.skills.git import parse_source
-from ep_mcp.skills.hub import SkillHub
+from ep_mcp.hub.errors import TapError
+from ep_mcp.hub.git import parse_source
+from ep_mcp.hub.hub import SkillHub
 
 
 @pytest.mark.parametrize(

@@ -11,24 +11,15 @@ import logging
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp.config import TapSettings
-from ep_mcp.skills.errors import TapError
-from ep_mcp.skills.git import CREDENTIALS_DROPPED, Git, TapSource, parse_source, shown_url
-from ep_mcp.skills.tapindex import Tap, path_fingerprint
+from ep_mcp.hub.errors import TapError
+from ep_mcp.hub.git import CREDENTIALS_DROPPED, Git, TapSource, parse_source, shown_url
+from ep_mcp.hub.results import UpdateResult
+from ep_mcp.hub.tapindex import Tap, path_fingerprint
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class UpdateResult:
-    tap: str
-    old: str | None
-    new: str | None
-    changed: bool
-    error: str | None = None
 
 
 class TapManager:
@@ -89,14 +80,14 @@ class TapManager:
         """What the index is keyed by: the git commit of a clone, a fingerprint of a folder."""
         return self.git.head(tap.path) if tap.cloned else path_fingerprint(tap.path)
 
-    def describe(self, tap: Tap) -> dict[str, object]:
-        info: dict[str, object] = {"tap": tap.name, "path": str(tap.path), "cloned": tap.cloned}
+    def describe(self, tap: Tap) -> tuple[str | None, str | None, str | None]:
+        """The tap's shown origin URL and commit (or fingerprint), and why one is missing."""
+        url = None
         try:
-            info["url"] = shown_url(self.git.origin(tap.path) if tap.cloned else tap.url)
-            info["commit"] = self.key(tap)
+            url = shown_url(self.git.origin(tap.path) if tap.cloned else tap.url)
+            return url, self.key(tap), None
         except TapError as exc:
-            info["error"] = str(exc)
-        return info
+            return url, None, str(exc)
 
     # -- changes -----------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ the environment come in resolved from the edge; the hub never reads ``os.environ
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import shutil
@@ -14,22 +13,41 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from ep_mcp.config import Settings
 from ep_mcp.errors import EmbeddingError, QueryError
+from ep_mcp.hub.catalog import (
+    NameIndex,
+    SkillEntry,
+    entries_from_pack,
+    frontmatter_scores,
+    resolve_skill,
+)
+from ep_mcp.hub.errors import TapError
+from ep_mcp.hub.git import CREDENTIALS_DROPPED, Git, parse_source
+from ep_mcp.hub.github import discover_github
+from ep_mcp.hub.llm import LlmClient, LlmReranker, choose_client
+from ep_mcp.hub.ranking import collapse_mirrors
+from ep_mcp.hub.render import read_bounded, render_candidate, render_entry
+from ep_mcp.hub.results import (
+    Discovery,
+    ReindexReport,
+    SkillHit,
+    SkillInfo,
+    SkillListing,
+    SkillSearch,
+    SkillText,
+    TapFailure,
+    Tapped,
+    TapReport,
+    TapStatus,
+    UpdateReport,
+)
+from ep_mcp.hub.search import Fusion, best_chunks, llm_rerank, retrieve
+from ep_mcp.hub.tapindex import Tap, TapIndex
+from ep_mcp.hub.taps import TapManager
 from ep_mcp.index.embed.base import Embedder
-from ep_mcp.index.store import StoredChunk
-from ep_mcp.skills.catalog import NameIndex, SkillEntry, entries_from_pack, frontmatter_scores
-from ep_mcp.skills.errors import SkillNotFoundError, TapError
-from ep_mcp.skills.git import CREDENTIALS_DROPPED, Git, parse_source
-from ep_mcp.skills.github import discover_github
-from ep_mcp.skills.llm import Candidate, LlmClient, LlmReranker, choose_client
-from ep_mcp.skills.ranking import ChunkRef, SkillCandidate, apply_order, collapse_mirrors
-from ep_mcp.skills.render import read_bounded, render_candidate, render_entry
-from ep_mcp.skills.search import Fusion, retrieve
-from ep_mcp.skills.tapindex import Tap, TapIndex, TapReport
-from ep_mcp.skills.taps import TapManager
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +76,7 @@ class SkillHub:
             self.home, settings.skills.taps, Git(self.env), settings.skills.clone_timeout_s
         )
         self._embedder_arg = embedder
-        self._embedder: Embedder | None = None if embedder == AUTO else embedder  # type: ignore[assignment]
+        self._embedder = None if isinstance(embedder, str) else embedder
         self._llm_arg = llm
         self._reranker: LlmReranker | None = None
         self._count_tokens = count_tokens
@@ -95,7 +113,7 @@ class SkillHub:
                 if self._llm_arg == AUTO
                 else self._llm_arg
             )
-            self._reranker = LlmReranker(client, s.llm_timeout_s)  # type: ignore[arg-type]
+            self._reranker = LlmReranker(cast(LlmClient | None, client), s.llm_timeout_s)
         return self._reranker
 
     def _index(self, tap: Tap) -> TapIndex:
@@ -106,13 +124,13 @@ class SkillHub:
                 self._indexes[tap.name] = ti
             return ti
 
-    def _state(self) -> dict[str, Any]:
+    def _state(self) -> dict[str, object]:
         try:
             return dict(json.loads((self.index_root / HUB_STATE).read_text(encoding="utf-8")))
         except (OSError, ValueError):
             return {}
 
-    def _save_state(self, state: Mapping[str, Any]) -> None:
+    def _save_state(self, state: Mapping[str, object]) -> None:
         self.index_root.mkdir(parents=True, exist_ok=True)
         (self.index_root / HUB_STATE).write_text(json.dumps(dict(state)), encoding="utf-8")
 
@@ -124,18 +142,15 @@ class SkillHub:
 
     # -- taps --------------------------------------------------------------------------------
 
-    def tap(
-        self, source: str, *, allow_file: bool = False, cwd: Path | None = None
-    ) -> dict[str, Any]:
+    def tap(self, source: str, *, allow_file: bool = False, cwd: Path | None = None) -> Tapped:
         dropped = parse_source(source, allow_file=allow_file, cwd=cwd).dropped_credentials
         tap = self.taps.add(source, allow_file=allow_file, cwd=cwd)
         report = self.reindex(only=[tap.name])
-        out = {"tap": tap.name, "path": str(tap.path), "url": tap.url, **report}
-        if dropped:
-            out["warnings"] = [CREDENTIALS_DROPPED]
-        return out
+        warnings = (CREDENTIALS_DROPPED,) if dropped else ()
+        return Tapped(tap.name, str(tap.path), tap.url, report, warnings)
 
-    def untap(self, name: str) -> dict[str, Any]:
+    def untap(self, name: str) -> str:
+        """Remove a tap, its clone and its index; returns the tap's name."""
         with self._lock:
             tap = self.taps.find(name)
             ti = self._indexes.pop(tap.name, None)
@@ -144,35 +159,39 @@ class SkillHub:
             self.taps.remove(tap.name)
             shutil.rmtree(self.index_root / tap.name, ignore_errors=True)
             self._live.pop(tap.name, None)
-        return {"untapped": tap.name}
+        return tap.name
 
-    def list_taps(self) -> list[dict[str, Any]]:
+    def list_taps(self) -> list[TapStatus]:
         out = []
         for tap in self.taps.all():
-            info = self.taps.describe(tap)
+            url, commit, error = self.taps.describe(tap)
             ti = self._index(tap)
             status = ti.status()
-            info.update(status)
-            info["skills"] = len(ti.entries()) if status.get("indexed") else None
-            key = status.get("key")
-            info["stale"] = bool(key) and str(info.get("commit")) not in str(key)
-            out.append(info)
+            out.append(
+                TapStatus(
+                    tap=tap.name,
+                    path=str(tap.path),
+                    cloned=tap.cloned,
+                    index=status,
+                    skills=len(ti.entries()) if status.indexed else None,
+                    stale=bool(status.key) and str(commit) not in str(status.key),
+                    url=url,
+                    commit=commit,
+                    error=error,
+                )
+            )
         return out
 
-    def update(self, names: Sequence[str] = ()) -> dict[str, Any]:
+    def update(self, names: Sequence[str] = ()) -> UpdateReport:
         results = self.taps.update(names)
         report = self.reindex(only=list(names) or None)
-        return {
-            "updated": [r.__dict__ for r in results],
-            "changed": sum(r.changed for r in results),
-            **report,
-        }
+        return UpdateReport(tuple(results), report)
 
     # -- index -------------------------------------------------------------------------------
 
     def reindex(
         self, *, dense: bool | None = None, force: bool = False, only: Sequence[str] | None = None
-    ) -> dict[str, Any]:
+    ) -> ReindexReport:
         """Bring tap indexes up to date; unchanged taps are reused (commit + features match).
 
         ``dense`` True/False sets whether vectors are built and remembers it; None keeps the
@@ -189,7 +208,7 @@ class SkillHub:
 
             self._count_tokens = token_counter()
         reports: list[TapReport] = []
-        errors: list[dict[str, str]] = []
+        errors: list[TapFailure] = []
         taps = self.taps.all()
         chosen = [t for t in taps if only is None or t.name in only]
         for tap in chosen:
@@ -206,16 +225,16 @@ class SkillHub:
                 reports.append(report)
                 self._live.pop(tap.name, None)
             except TapError as exc:
-                errors.append({"tap": tap.name, "error": str(exc)})
+                errors.append(TapFailure(tap.name, str(exc)))
         if only is None:
             self._drop_orphans({t.name for t in taps})
-        return {
-            "reindexed": sum(r.status == "reindexed" for r in reports),
-            "reused": sum(r.status == "reused" for r in reports),
-            "dense": embedder is not None,
-            "taps": [r.__dict__ for r in reports],
-            "errors": errors,
-        }
+        return ReindexReport(
+            reindexed=sum(r.status == "reindexed" for r in reports),
+            reused=sum(r.status == "reused" for r in reports),
+            dense=embedder is not None,
+            taps=tuple(reports),
+            errors=tuple(errors),
+        )
 
     def _reindex_one(
         self, ti: TapIndex, key: str, embedder: Embedder | None, force: bool
@@ -259,48 +278,19 @@ class SkillHub:
 
     def resolve(self, name: str) -> SkillEntry:
         """A skill by `tap:name`, `tap:dir`, its id, or a bare name that only one skill has."""
-        wanted = name.strip()
-        if not wanted:
-            raise QueryError("the skill name is empty — pass a name from skill_list")
-        entries = self.entries()
-        if ":" in wanted:
-            tap, _, rest = wanted.partition(":")
-            hits = [
-                e
-                for e in entries
-                if e.tap == tap
-                and rest in (e.name, e.directory, ".")
-                and (rest != "." or e.directory == "")
-            ]
-        else:
-            hits = [e for e in entries if e.name == wanted]
-            if not hits:
-                hits = [e for e in entries if e.name.lower() == wanted.lower()]
-        if len(hits) == 1:
-            return hits[0]
-        if len(hits) > 1:
-            ids = ", ".join(f"{e.tap}:{e.name}" for e in hits)
-            raise SkillNotFoundError(
-                f"'{wanted}' names {len(hits)} skills in different taps ({ids}) — ask for one "
-                "as tap:name"
-            )
-        close = difflib.get_close_matches(wanted, sorted({e.name for e in entries}), n=3)
-        hint = f"did you mean {', '.join(close)}? " if close else ""
-        raise SkillNotFoundError(f"no skill named '{wanted}' — {hint}list them with skill_list")
+        return resolve_skill(self.entries(), name)
 
-    def list_skills(self) -> list[dict[str, Any]]:
-        return [render_entry(e) for e in sorted(self.entries(), key=lambda e: (e.tap, e.name))]
+    def list_skills(self) -> SkillListing:
+        entries = sorted(self.entries(), key=lambda e: (e.tap, e.name))
+        return SkillListing(tuple(render_entry(e) for e in entries))
 
-    def info(self, name: str) -> dict[str, Any]:
+    def info(self, name: str) -> SkillInfo:
         entry = self.resolve(name)
-        return {
-            **render_entry(entry),
-            "files": list(entry.files),
-            "headings": list(entry.headings),
-            "content_hash": entry.content_hash,
-        }
+        return SkillInfo(
+            render_entry(entry), tuple(entry.files), tuple(entry.headings), entry.content_hash
+        )
 
-    def read(self, name: str, *, offset: int = 0) -> dict[str, Any]:
+    def read(self, name: str, *, offset: int = 0) -> SkillText:
         entry = self.resolve(name)
         tap = self.taps.find(entry.tap)
         return read_bounded(
@@ -311,15 +301,15 @@ class SkillHub:
             max_bytes=self.settings.index.max_file_bytes,
         )
 
-    def discover(self, query: str, limit: int = 20) -> dict[str, Any]:
+    def discover(self, query: str, limit: int = 20) -> Discovery:
         results = discover_github(
             query, limit, self.env, timeout=self.settings.skills.discover_timeout_s
         )
-        return {"query": query, "results": results}
+        return Discovery(query, tuple(results))
 
     # -- search ------------------------------------------------------------------------------
 
-    def search(self, query: str, limit: int = 10, *, smart: bool | None = None) -> dict[str, Any]:
+    def search(self, query: str, limit: int = 10, *, smart: bool | None = None) -> SkillSearch:
         started = time.perf_counter()
         if not query.strip():
             raise QueryError("the query is empty — describe the task you need a skill for")
@@ -342,9 +332,8 @@ class SkillHub:
         if not ready:
             notes.append("no index yet — matched names and descriptions only; run `ep-mcp reindex`")
             scored = frontmatter_scores(query, self.entries())[:limit]
-            return self._reply(
-                query, "frontmatter", [render_entry(e, score=s) for e, s in scored], started, notes
-            )
+            hits = [SkillHit(render_entry(e, score=s)) for e, s in scored]
+            return self._reply(query, "frontmatter", hits, started, notes)
         if missing:
             notes.append(f"not indexed yet (run `ep-mcp reindex`): {', '.join(missing)}")
         by_id = self._names(ready).by_id
@@ -369,9 +358,12 @@ class SkillHub:
         )
         use_llm = self.settings.skills.llm_rerank if smart is None else smart
         head = ranked[: max(limit, self.settings.skills.llm_top if use_llm else 0)]
-        rows = self._snippets(head)
+        rows = best_chunks(self._indexes, head)
         if use_llm and ranked:
-            ranked, ranker = self._llm(query, ranked, by_id, rows, ranker, notes)
+            top = self.settings.skills.llm_top
+            ranked, ranker = llm_rerank(
+                self.reranker(), query, ranked, top, by_id, rows, ranker, notes
+            )
         results = [
             render_candidate(
                 c,
@@ -389,58 +381,9 @@ class SkillHub:
             self._name_index = (key, NameIndex(e for ti in ready for e in ti.entries()))
         return self._name_index[1]
 
-    def _snippets(self, ranked: Sequence[SkillCandidate]) -> dict[tuple[str, int], StoredChunk]:
-        """Full rows of the given candidates' best chunks, read per tap."""
-        out: dict[tuple[str, int], StoredChunk] = {}
-        by_tap: dict[str, list[ChunkRef]] = {}
-        for c in ranked:
-            by_tap.setdefault(c.chunk.tap, []).append(c.chunk)
-        for tap, refs in by_tap.items():
-            ti = self._indexes.get(tap)
-            if ti is not None:
-                out.update({(tap, cid): sc for cid, sc in ti.chunks(refs).items()})
-        return out
-
-    def _llm(
-        self,
-        query: str,
-        ranked: list[SkillCandidate],
-        by_id: Mapping[str, SkillEntry],
-        rows: Mapping[tuple[str, int], StoredChunk],
-        ranker: str,
-        notes: list[str],
-    ) -> tuple[list[SkillCandidate], str]:
-        top = ranked[: self.settings.skills.llm_top]
-        cands = [
-            Candidate(
-                c.skill_id,
-                by_id[c.skill_id].name,
-                f"{by_id[c.skill_id].description} — {_text(rows, c)[:200]}",
-            )
-            for c in top
-        ]
-        reranker = self.reranker()
-        order = reranker.rerank(query, cands)
-        if order is None:
-            notes.append(f"LLM rerank did not run ({reranker.last_error}) — {ranker} order")
-            return ranked, ranker
-        return apply_order(top, order) + ranked[len(top) :], "llm"
-
     @staticmethod
     def _reply(
-        query: str, ranker: str, results: list[dict[str, Any]], started: float, notes: list[str]
-    ) -> dict[str, Any]:
-        reply: dict[str, Any] = {
-            "query": query,
-            "ranker": ranker,
-            "results": results,
-            "took_ms": round((time.perf_counter() - started) * 1000, 2),
-        }
-        if notes:
-            reply["notes"] = notes
-        return reply
-
-
-def _text(rows: Mapping[tuple[str, int], StoredChunk], cand: SkillCandidate) -> str:
-    sc = rows.get((cand.chunk.tap, cand.chunk.id))
-    return sc.chunk.text if sc is not None else ""
+        query: str, ranker: str, results: list[SkillHit], started: float, notes: list[str]
+    ) -> SkillSearch:
+        took_ms = round((time.perf_counter() - started) * 1000, 2)
+        return SkillSearch(query, ranker, tuple(results), took_ms, tuple(notes))

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ep_mcp.skills.errors import TapError
+from ep_mcp.hub.errors import TapError
 
 logger = logging.getLogger(__name__)
 

@@ -5,6 +5,9 @@ Legs (each reduced to one row per skill by ``fuse_skills``):
 - ``card``: BM25 over the per-skill cards (name, name as words, description, headings);
 - ``name``: the name/description scorer, which does not depend on each tap's BM25 statistics;
 - ``vector``: cosine over every chunk, for taps indexed with the current embedder.
+
+Then the shortlist's best chunks are read for snippets (``best_chunks``) and, when asked, an
+LLM reorders its head (``llm_rerank``).
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from dataclasses import dataclass
 
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError
+from ep_mcp.hub.catalog import NameIndex, SkillEntry
+from ep_mcp.hub.llm import Candidate, LlmReranker
+from ep_mcp.hub.ranking import ChunkHit, ChunkRef, SkillCandidate, apply_order, fuse_skills
+from ep_mcp.hub.tapindex import TapIndex, is_card
 from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.store import StoredChunk
 from ep_mcp.retrieval.lexical import query_terms
-from ep_mcp.skills.catalog import NameIndex
-from ep_mcp.skills.ranking import ChunkHit, SkillCandidate, fuse_skills
-from ep_mcp.skills.tapindex import TapIndex, is_card
 
 logger = logging.getLogger(__name__)
 
@@ -135,3 +140,51 @@ def retrieve(
     if not dense:
         return fused, "lexical"
     return fused, "hybrid" if cards or body else "dense"
+
+
+def best_chunks(
+    indexes: Mapping[str, TapIndex], ranked: Sequence[SkillCandidate]
+) -> dict[tuple[str, int], StoredChunk]:
+    """Full rows of the given candidates' best chunks, read per tap."""
+    out: dict[tuple[str, int], StoredChunk] = {}
+    by_tap: dict[str, list[ChunkRef]] = {}
+    for c in ranked:
+        by_tap.setdefault(c.chunk.tap, []).append(c.chunk)
+    for tap, refs in by_tap.items():
+        ti = indexes.get(tap)
+        if ti is not None:
+            out.update({(tap, cid): sc for cid, sc in ti.chunks(refs).items()})
+    return out
+
+
+def llm_rerank(
+    reranker: LlmReranker,
+    query: str,
+    ranked: list[SkillCandidate],
+    top_n: int,
+    by_id: Mapping[str, SkillEntry],
+    rows: Mapping[tuple[str, int], StoredChunk],
+    ranker: str,
+    notes: list[str],
+) -> tuple[list[SkillCandidate], str]:
+    """Let the LLM reorder the first ``top_n``; on any failure keep ``ranker``'s order and
+    say why in ``notes``."""
+    top = ranked[:top_n]
+    cands = [
+        Candidate(
+            c.skill_id,
+            by_id[c.skill_id].name,
+            f"{by_id[c.skill_id].description} — {_text(rows, c)[:200]}",
+        )
+        for c in top
+    ]
+    order = reranker.rerank(query, cands)
+    if order is None:
+        notes.append(f"LLM rerank did not run ({reranker.last_error}) — {ranker} order")
+        return ranked, ranker
+    return apply_order(top, order) + ranked[len(top) :], "llm"
+
+
+def _text(rows: Mapping[tuple[str, int], StoredChunk], cand: SkillCandidate) -> str:
+    sc = rows.get((cand.chunk.tap, cand.chunk.id))
+    return sc.chunk.text if sc is not None else ""

@@ -14,14 +14,13 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ep_mcp.config import Settings
 from ep_mcp.eval.golden import GoldenQuery, load_golden
 from ep_mcp.eval.metrics import first_rank, hit_rate, mean_reciprocal_rank
+from ep_mcp.hub.git import Git
+from ep_mcp.hub.hub import SkillHub
 from ep_mcp.index.embed.base import Embedder
-from ep_mcp.skills.git import Git
-from ep_mcp.skills.hub import SkillHub
 
 # golden file (pack) → the tap name its repository gets when tapped as <owner>/<repo>
 GOLDEN_TAPS = {
@@ -48,18 +47,20 @@ def golden_queries(golden_dir: Path) -> list[GoldenQuery]:
     return out
 
 
-def score(hub: SkillHub, queries: Sequence[GoldenQuery], *, smart: bool = False) -> dict[str, Any]:
+def score(
+    hub: SkillHub, queries: Sequence[GoldenQuery], *, smart: bool = False
+) -> dict[str, object]:
     """hit@1, hit@5 and MRR per category (any expected skill counts), and negatives answered."""
     per: dict[str, list[int | None]] = defaultdict(list)
     negatives: list[int] = []
     rankers: dict[str, int] = defaultdict(int)
-    misses: list[dict[str, Any]] = []
+    misses: list[dict[str, object]] = []
     took: list[float] = []
     for q in queries:
         reply = hub.search(q.query, 10, smart=smart)
-        took.append(reply["took_ms"])
-        rankers[reply["ranker"]] += 1
-        ids = [r["id"] for r in reply["results"]]
+        took.append(reply.took_ms)
+        rankers[reply.ranker] += 1
+        ids = [r.skill.id for r in reply.results]
         if q.negative:
             negatives.append(int(bool(ids)))
             continue
@@ -106,7 +107,7 @@ def quality(
     env: Mapping[str, str],
     modes: Sequence[str],
     embedder: Embedder | str | None = "auto",
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Tap both golden repositories together and score each retrieval mode."""
     home = work / "home"
     settings = dataclasses.replace(settings, home=home)
@@ -126,9 +127,9 @@ def quality(
         index_s = time.perf_counter() - started
     finally:
         hub.close()
-    rows: dict[str, Any] = {
+    rows: dict[str, object] = {
         "index_seconds": round(index_s, 2),
-        "reindex": report["reindexed"],
+        "reindex": report.reindexed,
         "queries": len(queries),
     }
     for mode in modes:
@@ -177,7 +178,7 @@ def scale(
     taps: int = 20,
     skills_per_tap: int = 100,
     queries: int = 200,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Lexical hub over ``taps * skills_per_tap`` synthetic skills: reindex and search times."""
     rng = random.Random(7)
     git = Git(env)
@@ -215,7 +216,7 @@ def scale(
         took = []
         for _ in range(queries):
             q = " ".join(rng.sample(_WORDS, rng.randint(2, 6)))
-            took.append(hub.search(q, 10)["took_ms"])
+            took.append(hub.search(q, 10).took_ms)
         took.sort()
     finally:
         hub.close()
@@ -224,12 +225,12 @@ def scale(
         "skills": taps * skills_per_tap + 1,
         "full_reindex_s": round(full_s, 2),
         "noop_reindex_s": round(noop_s, 3),
-        "noop_reused": noop["reused"],
+        "noop_reused": noop.reused,
         "update_one_tap_s": round(one_s, 2),
-        "update_reindexed": upd["reindexed"],
-        "update_reindex_s": round(sum(t["seconds"] for t in upd["taps"]), 3),
+        "update_reindexed": upd.report.reindexed,
+        "update_reindex_s": round(sum(t.seconds for t in upd.report.taps), 3),
         "full_reindex_per_tap_s": round(full_s / taps, 3),
-        "update_reused": upd["reused"],
+        "update_reused": upd.report.reused,
         "search_p50_ms": round(statistics.median(took), 2),
         "search_p95_ms": round(took[int(len(took) * 0.95) - 1], 2),
         "queries": queries,

@@ -9,7 +9,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -90,7 +89,7 @@ class Latency:
     p95_ms: float
     mean_ms: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in vars(self).items()}
 
 

@@ -103,7 +103,7 @@ def test_the_mcp_server_lists_the_hub_tools_and_renders_failures_as_is_error(
     from .helpers import env_with_path
 
     hub = make_hub(env=env_with_path(tmp_path / "no-gh"))
-    hub.tap(str(make_repo()), allow_file=True)  # type: ignore[attr-defined]
+    hub.tap(str(make_repo()), allow_file=True).to_dict()  # type: ignore[attr-defined]
     serve = ServeContext(library=Library(Settings(), {}, None), hub=hub)
     view = PackScope(serve, full_access(serve))
     assert {t.name for t in tool_specs(view)} >= SKILL_TOOLS

@@ -8,6 +8,7 @@ no index exists yet.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -19,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ep_mcp.errors import QueryError
+from ep_mcp.hub.errors import SkillNotFoundError
 from ep_mcp.index.chunker import find_headings
 from ep_mcp.packs.models import Document, Pack
 from ep_mcp.text import ascii_words
@@ -222,3 +225,34 @@ class NameIndex:
 def frontmatter_scores(query: str, entries: Iterable[SkillEntry]) -> list[tuple[SkillEntry, float]]:
     """Rank skills by their name and description alone, best first (no index needed)."""
     return NameIndex(entries).scores(query)
+
+
+def resolve_skill(entries: Sequence[SkillEntry], name: str) -> SkillEntry:
+    """A skill by `tap:name`, `tap:dir`, its id, or a bare name that only one skill has."""
+    wanted = name.strip()
+    if not wanted:
+        raise QueryError("the skill name is empty — pass a name from skill_list")
+    if ":" in wanted:
+        tap, _, rest = wanted.partition(":")
+        hits = [
+            e
+            for e in entries
+            if e.tap == tap
+            and rest in (e.name, e.directory, ".")
+            and (rest != "." or e.directory == "")
+        ]
+    else:
+        hits = [e for e in entries if e.name == wanted]
+        if not hits:
+            hits = [e for e in entries if e.name.lower() == wanted.lower()]
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        ids = ", ".join(f"{e.tap}:{e.name}" for e in hits)
+        raise SkillNotFoundError(
+            f"'{wanted}' names {len(hits)} skills in different taps ({ids}) — ask for one "
+            "as tap:name"
+        )
+    close = difflib.get_close_matches(wanted, sorted({e.name for e in entries}), n=3)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise SkillNotFoundError(f"no skill named '{wanted}' — {hint}list them with skill_list")

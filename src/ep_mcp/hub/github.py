@@ -12,10 +12,10 @@ import posixpath
 import shutil
 import subprocess
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import quote_plus
 
-from ep_mcp.skills.errors import DiscoveryError
+from ep_mcp.hub.errors import DiscoveryError
+from ep_mcp.hub.results import RepoHit
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def discover_github(
     *,
     binary: str = "gh",
     timeout: float = DISCOVER_TIMEOUT_S,
-) -> list[dict[str, Any]]:
+) -> list[RepoHit]:
     """Repositories holding a SKILL.md that matches ``query`` (GitHub code search)."""
     limit = max(1, min(int(limit), MAX_LIMIT))
     exe = shutil.which(binary, path=env.get("PATH"))
@@ -94,14 +94,14 @@ def discover_github(
     return results[:limit]
 
 
-def _result(row: Mapping[str, Any]) -> dict[str, Any]:
+def _result(row: Mapping[str, object]) -> RepoHit:
     repo = row["repository"]
-    name = repo["nameWithOwner"] if isinstance(repo, Mapping) else str(repo)
+    name = str(repo["nameWithOwner"]) if isinstance(repo, Mapping) else str(repo)
     path = str(row["path"])
-    return {
-        "repository": name,
-        "path": path,
-        "skill_dir": posixpath.dirname(path),
-        "url": str(row.get("url") or f"https://github.com/{name}"),
-        "tap": f"ep-mcp tap {name}",
-    }
+    return RepoHit(
+        repository=name,
+        path=path,
+        skill_dir=posixpath.dirname(path),
+        url=str(row.get("url") or f"https://github.com/{name}"),
+        tap=f"ep-mcp tap {name}",
+    )

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from ep_mcp.bench.hub import golden_queries, score
 from ep_mcp.eval.golden import GoldenQuery
-from ep_mcp.skills.bench import golden_queries, score
+from ep_mcp.hub.results import SkillHit, SkillRow, SkillSearch
 
 
 class CannedHub:
@@ -15,9 +15,10 @@ class CannedHub:
     def __init__(self, answers: dict[str, list[str]]) -> None:
         self.answers = answers
 
-    def search(self, query: str, limit: int, *, smart: bool = False) -> dict[str, Any]:
+    def search(self, query: str, limit: int, *, smart: bool = False) -> SkillSearch:
         ids = self.answers[query][:limit]
-        return {"took_ms": 1.0, "ranker": "hybrid", "results": [{"id": i} for i in ids]}
+        hits = tuple(SkillHit(SkillRow(i, "t", i, "", "SKILL.md")) for i in ids)
+        return SkillSearch(query, "hybrid", hits, 1.0)
 
 
 def test_score_reports_hits_mrr_negatives_and_misses() -> None:

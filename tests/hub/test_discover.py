@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ep_mcp.errors import EpMcpError
-from ep_mcp.skills.errors import DiscoveryError
-from ep_mcp.skills.hub import SkillHub
+from ep_mcp.hub.errors import DiscoveryError
+from ep_mcp.hub.hub import SkillHub
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 from .helpers import env_with_path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ep_mcp.skills.ranking import ChunkHit, ChunkRef, fuse_skills
+from ep_mcp.hub.ranking import ChunkHit, ChunkRef, fuse_skills
 
 
 def _hit(skill: str, chunk: int, score: float) -> ChunkHit:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ep_mcp.config import Settings, SkillsSettings
+from ep_mcp.hub.git import Git
+from ep_mcp.hub.hub import SkillHub
 from ep_mcp.index.embed import HashingEmbedder
-from ep_mcp.skills.git import Git
-from ep_mcp.skills.hub import SkillHub
 
 from .helpers import SKILLS, SMALL_REPO, write_tree
 

@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ep_mcp.skills.git import Git
+from ep_mcp.hub.git import Git
 
 _DEFAULT_SHARED = Path(__file__).resolve().parents[3] / "shared"
 SKILLS = Path(os.environ.get("EP_MCP_SHARED", _DEFAULT_SHARED)) / "skills"

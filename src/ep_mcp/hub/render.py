@@ -1,37 +1,28 @@
-"""JSON-ready views of skills: search results, list rows, and bounded reads of SKILL.md."""
+"""Typed views of skills: search results, list rows, and bounded reads of SKILL.md."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ep_mcp.errors import NotFoundError
+from ep_mcp.hub.catalog import SkillEntry
+from ep_mcp.hub.ranking import SkillCandidate
+from ep_mcp.hub.results import SkillHit, SkillMatch, SkillRow, SkillText
+from ep_mcp.hub.tapindex import is_card
 from ep_mcp.index.store import StoredChunk
 from ep_mcp.packs.safeopen import ContainmentError, read_contained
-from ep_mcp.skills.catalog import SkillEntry
-from ep_mcp.skills.ranking import SkillCandidate
-from ep_mcp.skills.tapindex import is_card
 
 SNIPPET_CHARS = 300
 SKILL_MAX_BYTES = 2_000_000  # the default index.max_file_bytes: larger files were never indexed
 
 
-def render_entry(entry: SkillEntry, *, score: float | None = None) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "id": entry.id,
-        "tap": entry.tap,
-        "name": entry.name,
-        "description": entry.description,
-        "path": entry.skill_file,
-    }
-    if score is not None:
-        row["score"] = round(score, 6)
-    return row
+def render_entry(entry: SkillEntry, *, score: float | None = None) -> SkillRow:
+    return SkillRow(entry.id, entry.tap, entry.name, entry.description, entry.skill_file, score)
 
 
 def render_candidate(
     cand: SkillCandidate, entry: SkillEntry, mirrors: list[str], sc: StoredChunk | None
-) -> dict[str, Any]:
+) -> SkillHit:
     """One search result: the skill, and its best chunk as the snippet (heading and lines)."""
     if sc is None or is_card(sc.file.path):
         source, heading, lines = entry.skill_file, [entry.name], entry.frontmatter_lines
@@ -41,18 +32,16 @@ def render_candidate(
         snippet = " ".join(sc.chunk.text.split())
     if len(snippet) > SNIPPET_CHARS:
         snippet = snippet[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
-    row = render_entry(entry, score=cand.score)
-    row.update(
+    match = SkillMatch(
         source_file=source,
-        heading_path=heading,
-        line_range=list(lines),
+        heading_path=tuple(heading),
+        line_range=(lines[0], lines[1]),
         snippet=snippet,
         content_hash=entry.content_hash,
         legs=dict(cand.legs),
+        mirrors=tuple(mirrors),
     )
-    if mirrors:
-        row["mirrors"] = mirrors
-    return row
+    return SkillHit(render_entry(entry, score=cand.score), match)
 
 
 def read_bounded(
@@ -62,7 +51,7 @@ def read_bounded(
     offset: int = 0,
     *,
     max_bytes: int = SKILL_MAX_BYTES,
-) -> dict[str, Any]:
+) -> SkillText:
     """SKILL.md's text from ``offset``, cut at a line boundary under ``max_chars``, announced.
 
     Read under the containment rule (``packs.safeopen``): a regular file inside the tap, outside
@@ -87,17 +76,10 @@ def read_bounded(
     if truncated and "\n" in part:
         part = part[: part.rfind("\n") + 1]
     end = offset + len(part)
-    out: dict[str, Any] = {
-        **render_entry(entry),
-        "files": list(entry.files),
-        "text": part,
-        "offset": offset,
-        "total_chars": total,
-        "truncated": truncated,
-    }
-    if truncated:
-        out["note"] = (
-            f"[truncated at {end} of {total} characters — read the rest with "
-            f"skill_read(name='{entry.tap}:{entry.name}', offset={end})]"
-        )
-    return out
+    note = (
+        f"[truncated at {end} of {total} characters — read the rest with "
+        f"skill_read(name='{entry.tap}:{entry.name}', offset={end})]"
+        if truncated
+        else None
+    )
+    return SkillText(render_entry(entry), tuple(entry.files), part, offset, total, truncated, note)

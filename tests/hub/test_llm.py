@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from ep_mcp.skills.hub import SkillHub
-from ep_mcp.skills.llm import AnthropicHttp, choose_client, parse_order
+from ep_mcp.hub.hub import SkillHub
+from ep_mcp.hub.llm import AnthropicHttp, choose_client, parse_order
 
 from .helpers import env_with_path
 
@@ -46,11 +46,11 @@ def test_the_claude_cli_reorders_the_shortlist_by_stable_ids_and_is_cached(
 ) -> None:
     env = _claude(fake_bin, tmp_path, 'echo "Sure! [$IDS]"')
     hub = make_hub(env=env, llm="auto")
-    plain = hub.search(QUERY, 3)
-    smart = hub.search(QUERY, 3, smart=True)
+    plain = hub.search(QUERY, 3).to_dict()
+    smart = hub.search(QUERY, 3, smart=True).to_dict()
     assert plain["ranker"] == "lexical" and smart["ranker"] == "llm"
     assert [r["id"] for r in smart["results"]] == [r["id"] for r in plain["results"]][::-1]
-    again = hub.search(QUERY, 3, smart=True)
+    again = hub.search(QUERY, 3, smart=True).to_dict()
     assert again["results"] == smart["results"]
     assert (tmp_path / "claude-calls").read_text().count("called") == 1
 
@@ -75,8 +75,8 @@ def test_a_bad_or_slow_claude_falls_back_to_the_retrieval_order(
 ) -> None:
     env = _claude(fake_bin, tmp_path, reply)
     hub = make_hub(env=env, llm="auto", llm_timeout_s=0.5)
-    plain = hub.search(QUERY, 3)
-    smart = hub.search(QUERY, 3, smart=True)
+    plain = hub.search(QUERY, 3).to_dict()
+    smart = hub.search(QUERY, 3, smart=True).to_dict()
     assert smart["ranker"] == "lexical", why
     assert smart["results"] == [{**r, "score": r["score"]} for r in plain["results"]]
     assert any("LLM rerank did not run" in n for n in smart["notes"])
@@ -86,7 +86,7 @@ def test_without_claude_or_a_key_smart_search_says_so(
     tapped: Path, make_hub: Callable[..., SkillHub], tmp_path: Path
 ) -> None:
     hub = make_hub(env=env_with_path(tmp_path / "empty-bin"), llm="auto", llm_rerank=True)
-    reply = hub.search(QUERY, 3)
+    reply = hub.search(QUERY, 3).to_dict()
     assert reply["ranker"] == "lexical"
     assert any("ANTHROPIC_API_KEY" in n for n in reply["notes"])
 
@@ -146,8 +146,8 @@ def test_the_messages_api_is_used_when_there_is_no_claude_cli(
     state, url = api
     env = env_with_path(tmp_path / "empty-bin", ANTHROPIC_API_KEY="sk-test-123")
     hub = make_hub(env=env, llm="auto", llm_endpoint=url)
-    plain = hub.search(QUERY, 3)
-    smart = hub.search(QUERY, 3, smart=True)
+    plain = hub.search(QUERY, 3).to_dict()
+    smart = hub.search(QUERY, 3, smart=True).to_dict()
     assert smart["ranker"] == "llm"
     assert [r["id"] for r in smart["results"]] == [r["id"] for r in plain["results"]][::-1]
     (req,) = state.requests
@@ -174,14 +174,14 @@ def test_messages_api_failures_fall_back_to_retrieval_order(
         state.delay = 3.0
     env = env_with_path(tmp_path / "empty-bin", ANTHROPIC_API_KEY="sk-test")
     hub = make_hub(env=env, llm="auto", llm_endpoint=url, llm_timeout_s=0.5)
-    reply = hub.search(QUERY, 3, smart=True)
+    reply = hub.search(QUERY, 3, smart=True).to_dict()
     assert reply["ranker"] == "lexical"
     assert any("LLM rerank did not run" in n for n in reply["notes"])
 
 
 def test_a_dead_endpoint_is_a_fallback_not_an_exception(tmp_path: Path) -> None:
     client = AnthropicHttp("k", "m", "http://127.0.0.1:9/v1/messages")
-    from ep_mcp.skills.llm import LlmReranker
+    from ep_mcp.hub.llm import LlmReranker
 
     assert LlmReranker(client, 0.5).rerank("q", []) is None
 

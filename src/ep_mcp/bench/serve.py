@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -52,7 +52,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class _Connection:
+class Connection:
     """One keep-alive HTTP/1.1 connection: a lean closed-loop client (the load generator
     shares the CPUs with the server, so each request should cost it as little as possible)."""
 
@@ -109,7 +109,7 @@ class _Connection:
                 await writer.wait_closed()
 
 
-Request = Callable[[_Connection, int], Awaitable[bool]]
+Request = Callable[[Connection, int], Awaitable[bool]]
 
 
 async def _phase(
@@ -122,7 +122,7 @@ async def _phase(
 
     async def worker(wid: int) -> None:
         nonlocal errors
-        conn = _Connection(host, port)
+        conn = Connection(host, port)
         i = wid
         try:
             while time.monotonic() < deadline:
@@ -166,11 +166,11 @@ async def _load(host: str, port: int, slug: str, clients: int, seconds: float) -
     targets = ["/search?" + urlencode({"q": q, "pack": slug, "n": 10}) for q in QUERIES]
     mcp_headers = "".join(f"{k}: {v}\r\n" for k, v in MCP_HEADERS.items())
 
-    async def search(conn: _Connection, i: int) -> bool:
+    async def search(conn: Connection, i: int) -> bool:
         status, data = await conn.request("GET", targets[i % len(targets)])
         return status == 200 and json.loads(data).get("results") is not None
 
-    async def mcp(conn: _Connection, i: int) -> bool:
+    async def mcp(conn: Connection, i: int) -> bool:
         body = {
             "jsonrpc": "2.0",
             "id": i,
@@ -198,13 +198,15 @@ async def _load(host: str, port: int, slug: str, clients: int, seconds: float) -
 
 def run_bench(
     packs: Sequence[Path],
+    env: Mapping[str, str],
     *,
     clients: int = 32,
     seconds: float = 30.0,
     provider: str = "hashing",
     workers: int = 1,
 ) -> dict[str, Any]:
-    """Start `ep-mcp serve --transport http` on a free loopback port and load it."""
+    """Start `ep-mcp serve --transport http` on a free loopback port and load it; ``env`` is
+    the server process's environment."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     cmd = [
@@ -224,7 +226,7 @@ def run_bench(
         str(workers),
     ]
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(env))
         try:
             slug = _wait_ready(proc, base, log)
             report = asyncio.run(_load("127.0.0.1", port, slug, clients, seconds))

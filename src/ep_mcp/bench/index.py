@@ -20,7 +20,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -78,28 +77,34 @@ def pick_file(root: Path) -> Path:
 
 
 def bench_index(
-    pack: Path, *, provider: str | None = None, runs: int = 3, env: Mapping[str, str] | None = None
+    pack: Path,
+    work: Path,
+    env: Mapping[str, str],
+    *,
+    provider: str | None = None,
+    runs: int = 3,
 ) -> dict[str, Any]:
-    """Measure a full build, a no-change re-index and a one-file change of ``pack``."""
-    env = dict(os.environ if env is None else env)
-    load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="ep-bench-") as tmp:
-        work = Path(tmp)
-        copy = work / "pack"
-        shutil.copytree(pack, copy, symlinks=True, ignore=shutil.ignore_patterns(".ep-mcp"))
-        env["EP_MCP_HOME"] = str(work / "home")
-        args = ["index", str(copy), "--index-dir", str(work / "index"), "--json"]
-        if provider:
-            args += ["--provider", provider]
+    """Measure a full build, a no-change re-index and a one-file change of ``pack``.
 
-        full = _run(args, env)
-        peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        quiet = [_run(args, env) for _ in range(max(1, runs))]
-        target = pick_file(copy)
-        target.chmod(target.stat().st_mode | 0o200)  # copies of read-only packs stay read-only
-        with target.open("a", encoding="utf-8") as handle:
-            handle.write(EDIT)
-        one = _run(args, env)
+    ``work`` is an empty folder for the copy of the pack, its index and a private home;
+    ``env`` is the environment of the child processes (``EP_MCP_HOME`` is set to ``work``'s).
+    """
+    child_env = {**env, "EP_MCP_HOME": str(work / "home")}
+    load_before = os.getloadavg()
+    copy = work / "pack"
+    shutil.copytree(pack, copy, symlinks=True, ignore=shutil.ignore_patterns(".ep-mcp"))
+    args = ["index", str(copy), "--index-dir", str(work / "index"), "--json"]
+    if provider:
+        args += ["--provider", provider]
+
+    full = _run(args, child_env)
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    quiet = [_run(args, child_env) for _ in range(max(1, runs))]
+    target = pick_file(copy)
+    target.chmod(target.stat().st_mode | 0o200)  # copies of read-only packs stay read-only
+    with target.open("a", encoding="utf-8") as handle:
+        handle.write(EDIT)
+    one = _run(args, child_env)
 
     return {
         "pack": str(pack),

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from ep_mcp.cli import main
 from ep_mcp.config import TapSettings
 from ep_mcp.errors import NotFoundError
-from ep_mcp.skills.errors import TapError
-from ep_mcp.skills.git import Git, TapSource, parse_source, shown_url, strip_credentials
-from ep_mcp.skills.hub import SkillHub
-from ep_mcp.skills.taps import TapManager
+from ep_mcp.hub.errors import TapError
+from ep_mcp.hub.git import Git, TapSource, parse_source, shown_url, strip_credentials
+from ep_mcp.hub.hub import SkillHub
+from ep_mcp.hub.taps import TapManager
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 from .helpers import SMALL_REPO, commit, skill_md, write_tree
@@ -35,7 +35,10 @@ LINKS = {  # committed into a tapped repository
 def _everything(hub: SkillHub) -> str:
     """Every answer the skill tools give a caller (through the tool registry), as one string."""
     tools = ToolContext(library=None, hub=hub)
-    out = [json.dumps(call_tool(tools, "skill_list", {})), json.dumps(hub.list_taps())]
+    out = [
+        json.dumps(call_tool(tools, "skill_list", {})),
+        json.dumps([t.to_dict() for t in hub.list_taps()]),
+    ]
     for query in (CANARY, "git config secret", "token user example", "leak dot out"):
         answer = call_tool(tools, "skill_search", {"query": query, "limit": 20})
         answer.pop("query")  # the echo of the question itself
@@ -60,7 +63,7 @@ def test_a_cloned_tap_lands_links_as_plain_files_and_serves_no_git_config(
     _link_all(repo, LINKS)
     commit(repo, {}, "links")
     hub = make_hub()
-    hub.tap(str(repo), allow_file=True)
+    hub.tap(str(repo), allow_file=True).to_dict()
     clone = home / "taps" / "acme__skills"
     for rel, target in LINKS.items():
         assert not (clone / rel).is_symlink()  # core.symlinks=false
@@ -68,7 +71,7 @@ def test_a_cloned_tap_lands_links_as_plain_files_and_serves_no_git_config(
     Git(os.environ).run(["config", "remote.origin.url", LEAKY_URL], cwd=clone)
     with (clone / ".git" / "config").open("a", encoding="utf-8") as fh:
         fh.write(f"[ep]\n\tsecret = {CANARY}\n")
-    hub.reindex(force=True)
+    hub.reindex(force=True).to_dict()
     assert CANARY not in _everything(hub)
     runner, env = CliRunner(), {"EP_MCP_HOME": str(home)}
     for args in (["skills", "read", "leak"], ["skills", "search", "git config"], ["taps"]):
@@ -94,7 +97,7 @@ def test_a_folder_tap_refuses_links_into_git_dot_files_and_outside(
     (folder / "skills" / "linked").symlink_to(outside, target_is_directory=True)
     (outside / "SKILL.md").write_text(skill_md("linked", CANARY), encoding="utf-8")
     hub = make_hub(taps=(TapSettings(url=str(folder)),))
-    hub.reindex()
+    hub.reindex().to_dict()
     names = {e.name for e in hub.entries()}
     assert names == {"pdf-forms", "kubernetes-ingress", "marinade"}
     assert CANARY not in _everything(hub)
@@ -107,17 +110,17 @@ def test_skill_read_refuses_a_skill_file_swapped_for_a_link_after_indexing(
     (folder / ".git").mkdir()
     (folder / ".git" / "config").write_text(f"[ep]\n\tsecret = {CANARY}\n", encoding="utf-8")
     hub = make_hub(taps=(TapSettings(url=str(folder)),))
-    hub.reindex()
+    hub.reindex().to_dict()
     skill = folder / "skills" / "marinade" / "SKILL.md"
     skill.unlink()
     skill.symlink_to("../../.git/config")
     with pytest.raises(NotFoundError, match="cannot be served") as info:
-        hub.read("marinade")
+        hub.read("marinade").to_dict()
     assert CANARY not in str(info.value)
     skill.unlink()
     os.mkfifo(skill)  # never written: a blocking read would hang skill_read
     with pytest.raises(NotFoundError, match="not a regular file"):
-        hub.read("marinade")
+        hub.read("marinade").to_dict()
 
 
 @pytest.mark.parametrize(
@@ -160,7 +163,7 @@ def test_git_never_sees_the_credentials_and_a_warning_says_where_they_belong(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     git = RecordingGit()
-    with caplog.at_level(logging.WARNING, logger="ep_mcp.skills"):
+    with caplog.at_level(logging.WARNING, logger="ep_mcp.hub"):
         tap = TapManager(tmp_path, (), git).add(LEAKY_URL)
     assert git.cloned == ["https://example.com/acme/skills"]
     assert tap.url == "https://example.com/acme/skills"
@@ -180,7 +183,7 @@ def test_taps_json_hides_credentials_already_stored_in_an_old_clone(
     make_repo: Callable[..., Path], make_hub: Callable[..., SkillHub], home: Path
 ) -> None:
     hub = make_hub()
-    hub.tap(str(make_repo()), allow_file=True)
+    hub.tap(str(make_repo()), allow_file=True).to_dict()
     clone = home / "taps" / "acme__skills"
     Git(os.environ).run(["config", "remote.origin.url", LEAKY_URL], cwd=clone)
     result = CliRunner().invoke(main, ["taps", "--json"], env={"EP_MCP_HOME": str(home)})

@@ -21,12 +21,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from ep_mcp.index.builder import build_index, features_for
-from ep_mcp.index.embed.base import Embedder
-from ep_mcp.index.store import Store, StoredChunk
-from ep_mcp.packs.loader import load_pack
-from ep_mcp.packs.models import Pack
-from ep_mcp.skills.catalog import (
+from ep_mcp.hub.catalog import (
     CARD_SUFFIX,
     SkillEntry,
     card_document,
@@ -34,7 +29,13 @@ from ep_mcp.skills.catalog import (
     load_entries,
     save_entries,
 )
-from ep_mcp.skills.ranking import ChunkRef
+from ep_mcp.hub.ranking import ChunkRef
+from ep_mcp.hub.results import TapIndexStatus, TapReport
+from ep_mcp.index.builder import build_index, features_for
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.store import Store, StoredChunk
+from ep_mcp.packs.loader import load_pack
+from ep_mcp.packs.models import Pack
 
 logger = logging.getLogger(__name__)
 
@@ -52,17 +53,6 @@ class Tap:
     path: Path
     url: str
     cloned: bool  # False: a local folder indexed in place (config.yaml)
-
-
-@dataclass(frozen=True)
-class TapReport:
-    tap: str
-    status: str  # reused | reindexed
-    key: str
-    skills: int
-    chunks: int
-    embedded: int
-    seconds: float
 
 
 def path_fingerprint(root: Path) -> str:
@@ -142,17 +132,18 @@ class TapIndex:
             self._dense = self.exists() and self.store.has_vectors()
         return self._dense
 
-    def status(self) -> dict[str, object]:
+    def status(self) -> TapIndexStatus:
         if not self.exists():
-            return {"indexed": False}
+            return TapIndexStatus(indexed=False)
         store = self.store
-        return {
-            "indexed": True,
-            "key": store.get_meta("tap_key"),
-            "indexed_at": store.get_meta("indexed_at"),
-            "dense": store.has_vectors(),
-            "embedder": store.features().get("embedder"),
-        }
+        embedder = store.features().get("embedder")
+        return TapIndexStatus(
+            indexed=True,
+            key=store.get_meta("tap_key"),
+            indexed_at=store.get_meta("indexed_at"),
+            dense=store.has_vectors(),
+            embedder=None if embedder is None else str(embedder),
+        )
 
     def close(self) -> None:
         if self._store is not None:
