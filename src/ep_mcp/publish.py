@@ -63,7 +63,7 @@ def build_key(settings: Settings, cfg: PackSettings) -> dict[str, Any]:
 
 def git_commit(root: Path, env: Mapping[str, str]) -> str | None:
     """The pack's commit when it is a clean git checkout (else None: the content hash rules)."""
-    from ep_mcp.skills.git import Git
+    from ep_mcp.hub.git import Git
 
     git = Git(env)
     try:
@@ -188,8 +188,9 @@ def _build(
 ) -> tuple[int, dict[str, Any], list[str]]:
     """Index the snapshot in ``staging``; query once so the file profiles' vectors are cached
     in the index (replicas open it read-only and would embed them on every start)."""
+    from ep_mcp.index.embed.factory import make_embedder
     from ep_mcp.retrieval.types import SearchRequest
-    from ep_mcp.runtime import PackRuntime, make_embedder
+    from ep_mcp.runtime import PackRuntime
 
     assert settings.home is not None
     local = dataclasses.replace(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,8 @@ from ep_mcp.errors import IndexDamagedError, NotFoundError
 from ep_mcp.index import integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
 from ep_mcp.index.embed.base import Embedder
-from ep_mcp.index.embed.breaker import guard, interactive, is_bounded
+from ep_mcp.index.embed.breaker import interactive, is_bounded
+from ep_mcp.index.embed.factory import make_embedder, token_counter
 from ep_mcp.index.locate import index_path
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
@@ -43,13 +44,6 @@ def query_embedding(embedder: Embedder | None) -> QueryEmbedding | None:
     if embedder is None:
         return None
     return embedder if isinstance(embedder, QueryEmbeddingCache) else Uncached(embedder)
-
-
-def token_counter() -> Callable[[str], int]:
-    """Tokens as the embedding model counts them (the chunk ceiling uses this count)."""
-    from ep_mcp.index.embed.local import count_tokens
-
-    return count_tokens
 
 
 @dataclass
@@ -297,23 +291,6 @@ class Library:
             rt.close()
         if self.executors is not None:
             self.executors.close()
-
-
-def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None:
-    from ep_mcp.index.embed import QueryEmbeddingCache, create_embedder
-
-    spec = settings.embedding
-    if spec.cache_dir is None:  # the local model caches its optimised graph per user
-        import dataclasses
-
-        from ep_mcp.config import default_home
-
-        home = settings.home or default_home(env)
-        spec = dataclasses.replace(spec, cache_dir=home / "models")
-    embedder = create_embedder(spec, dict(env))
-    if embedder is None:
-        return None
-    return QueryEmbeddingCache(guard(embedder, spec.breaker_failures, spec.breaker_cooldown_s))
 
 
 def with_eval_today(settings: Settings, env: Mapping[str, str]) -> Settings:

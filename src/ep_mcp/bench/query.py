@@ -17,12 +17,13 @@ from ep_mcp.eval.beir import BeirReport, evaluate_run, load_beir, materialise
 from ep_mcp.eval.metrics import percentile
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.index.store import ChunkRecord, FileRecord, FileWrite, Store
 from ep_mcp.retrieval import engine
 from ep_mcp.retrieval.engine import SearchOptions
 from ep_mcp.retrieval.legs import LegChoice
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime, make_embedder
+from ep_mcp.runtime import PackRuntime
 
 logger = logging.getLogger(__name__)
 

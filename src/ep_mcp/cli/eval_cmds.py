@@ -182,7 +182,7 @@ def query_cmd(
     from ep_mcp.bench.query import Latency, query_latency, synthetic_latency
     from ep_mcp.eval.golden import load_golden
     from ep_mcp.eval.run import open_runtime
-    from ep_mcp.runtime import make_embedder
+    from ep_mcp.index.embed.factory import make_embedder
 
     settings, home = _settings(config, provider)
     base = work or home / "bench"

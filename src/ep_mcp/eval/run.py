@@ -16,8 +16,9 @@ from ep_mcp.eval.golden import (
     with_refusals,
 )
 from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime, make_embedder, with_eval_today
+from ep_mcp.runtime import PackRuntime, with_eval_today
 
 logger = logging.getLogger(__name__)
 

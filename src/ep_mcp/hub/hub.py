@@ -99,7 +99,7 @@ class SkillHub:
 
     def embedder(self) -> Embedder | None:
         if self._embedder is None and self._embedder_arg == AUTO:
-            from ep_mcp.runtime import make_embedder
+            from ep_mcp.index.embed.factory import make_embedder
 
             self._embedder = make_embedder(self.settings, self.env)
             self._embedder_arg = None
@@ -204,7 +204,7 @@ class SkillHub:
         want_dense = bool(state.get("dense", False))
         embedder = self.embedder() if want_dense else None
         if self._count_tokens is None:
-            from ep_mcp.runtime import token_counter
+            from ep_mcp.index.embed.factory import token_counter
 
             self._count_tokens = token_counter()
         reports: list[TapReport] = []

@@ -1,0 +1,32 @@
+"""The embedder a deployment uses, built once from its settings: the provider, behind a circuit
+breaker, behind the query-embedding cache; and the tokenizer that counts chunk tokens."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+from ep_mcp.config import Settings, default_home
+from ep_mcp.index.embed.base import Embedder
+
+
+def token_counter() -> Callable[[str], int]:
+    """Tokens as the embedding model counts them (the chunk ceiling uses this count)."""
+    from ep_mcp.index.embed.local import count_tokens
+
+    return count_tokens
+
+
+def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None:
+    """The configured provider wrapped in a breaker and a query cache; None for `none`."""
+    from ep_mcp.index.embed import QueryEmbeddingCache, create_embedder
+    from ep_mcp.index.embed.breaker import guard
+
+    spec = settings.embedding
+    if spec.cache_dir is None:  # the local model caches its optimised graph per user
+        home = settings.home or default_home(env)
+        spec = dataclasses.replace(spec, cache_dir=home / "models")
+    embedder = create_embedder(spec, dict(env))
+    if embedder is None:
+        return None
+    return QueryEmbeddingCache(guard(embedder, spec.breaker_failures, spec.breaker_cooldown_s))
