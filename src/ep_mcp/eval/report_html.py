@@ -110,6 +110,15 @@ def _diff_section(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def answerable(categories: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Any]]:
+    """Categories with at least one answerable query (negatives have no hit@k to plot)."""
+    return [
+        (c, m)
+        for c, m in categories.items()
+        if int(m.get("queries", 0)) > int(m.get("negatives", 0))
+    ]
+
+
 def render_body(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = None) -> str:
     """Tables, plots, misses and (with a baseline) the difference, as an HTML fragment."""
     packs = report.get("packs", [])
@@ -137,7 +146,7 @@ def render_body(report: Mapping[str, Any], baseline: Mapping[str, Any] | None = 
         parts += [
             f"<h2>{_e(p['pack'])}</h2>",
             category_table(p),
-            svg.grouped_bars(f"{p['pack']}: per category", list(cats.items()), SERIES),
+            svg.grouped_bars(f"{p['pack']}: per category", answerable(cats), SERIES),
             "<h3>Misses</h3>",
             misses(p),
         ]
@@ -168,7 +177,7 @@ def write_plots(
     }
     for p in packs:
         plots[f"eval-{p['pack']}-categories.svg"] = svg.grouped_bars(
-            f"{p['pack']}: per category", list(p.get("by_category", {}).items()), SERIES
+            f"{p['pack']}: per category", answerable(p.get("by_category", {})), SERIES
         )
     if baseline is not None:
         rows = [(f"{c['pack']} {m}", *c["metrics"][m]) for c in diff(baseline, report)

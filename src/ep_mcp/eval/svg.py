@@ -88,7 +88,7 @@ def delta_bars(title: str, rows: Sequence[tuple[str, float, float]], *, width: i
     """Before → after per row (e.g. "blender-3d recall@1"): a bar left (worse, red) or right
     (better, green) of zero, scaled to the largest change, with both values printed."""
     label_w, bar_h, top = 210, 16, 40
-    plot_w = width - label_w - 150
+    plot_w = width - label_w - 190
     mid = label_w + plot_w / 2
     scale = max([abs(after - before) for _, before, after in rows] + [0.05])
     height = top + len(rows) * (bar_h + 4) + 12

@@ -4,41 +4,23 @@ evaluation report; a real uvicorn on 127.0.0.1 for the browser and schemathesis.
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ep_mcp.config import Settings, load_settings
-from workbench_corpus import EXAMPLE, GOLDEN_QUERY, GOLDEN_TOP, HOSTILE, LOCKED_KEY
-
-
-def copy_example(root: Path) -> Path:
-    return Path(shutil.copytree(EXAMPLE, root / "example"))
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    return root
-
-
-def settings_for(root: Path, packs: list[dict[str, Any]]) -> Settings:
-    data = {
-        "packs": packs,
-        "embedding": {"provider": "hashing"},
-        "server": {"watch": False},
-        "retrieval": {"today": "2026-12-01"},
-    }
-    return dataclasses.replace(load_settings(data=data), home=root / "home")
+from ep_mcp.config import Settings
+from workbench_support import (
+    GOLDEN_QUERY,
+    GOLDEN_TOP,
+    HOSTILE,
+    LOCKED_KEY,
+    copy_example,
+    serving,
+    settings_for,
+    write,
+)
 
 
 @pytest.fixture(scope="package")
@@ -65,12 +47,17 @@ def save_reports(root: Path, settings: Settings) -> None:
         GoldenQuery("ex-3", "bake sourdough bread", "negative", ()),
     )  # fmt: skip
     golden = GoldenSet("example", queries)
-    reports = evaluate_golden([golden], [root], settings, os.environ, root / "eval-work")
+    lexical = dataclasses.replace(
+        settings, embedding=dataclasses.replace(settings.embedding, provider="none")
+    )
     folder = root / "home" / "reports"
-    save_report(build_report(reports, k=10, created="2026-11-30T10:00:00Z", label="before"),
-                folder)  # fmt: skip
-    save_report(build_report(reports, k=10, created="2026-12-01T10:00:00Z", label="after"),
-                folder)  # fmt: skip
+    for label, created, run_with in (
+        ("before: lexical only", "2026-11-30T10:00:00Z", lexical),
+        ("after: hybrid", "2026-12-01T10:00:00Z", settings),
+    ):
+        work = root / "eval-work" / label.split(":")[0]
+        reports = evaluate_golden([golden], [root], run_with, os.environ, work)
+        save_report(build_report(reports, k=10, created=created, label=label), folder)
 
 
 @pytest.fixture(scope="package")
@@ -107,34 +94,6 @@ def make_app(wb_ctx: tuple[Any, Any], wb_settings: Settings) -> Any:
 def wb_app(wb_ctx: tuple[Any, Any], wb_settings: Settings) -> Any:
     """A fresh app (an app's lifespan runs once) over the shared packs."""
     return make_app(wb_ctx, wb_settings)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """``app`` on a real uvicorn in a thread; yields its base URL; stops within 10 s."""
-    import uvicorn
-
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="package")

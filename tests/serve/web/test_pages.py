@@ -10,7 +10,7 @@ import anyio
 import httpx2
 import pytest
 
-from workbench_corpus import GOLDEN_QUERY, GOLDEN_TOP, LOCKED_KEY
+from workbench_support import GOLDEN_QUERY, GOLDEN_TOP, LOCKED_KEY
 
 Call = Callable[[httpx2.AsyncClient], Awaitable[None]]
 PAGE_BUDGET = 100_000  # bytes (issue #12)

@@ -68,7 +68,7 @@ def shell(title: str, body: str, *, slug: str | None = None) -> str:
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width, initial-scale=1">'
         f"<title>{e(title)} · ep-mcp workbench</title>"
-        '<link rel=stylesheet href="/ui/static/workbench.css">'
+        '<link rel=icon href="data:,"><link rel=stylesheet href="/ui/static/workbench.css">'
         '<script src="/ui/static/workbench.js" defer></script></head><body>'
         '<header class=top><a class=brand href="/">ep-mcp workbench</a>'
         f"<nav>{' · '.join(nav)}</nav>"

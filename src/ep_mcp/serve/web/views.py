@@ -130,12 +130,16 @@ def stage_table(rec: Mapping[str, Any]) -> str:
             f"<td>{score:.4f}</td><td>{_score_bar(score, top)}</td><td>{move}</td></tr>"
         )
     dropped = "".join(f"<li><code>{e(d)}</code></li>" for d in rec.get("dropped", []))
-    body = (
-        "<table class=stage><tr><th>#</th><th>candidate</th><th>score</th><th></th>"
-        f"<th>move</th></tr>{''.join(rows)}</table>"
-        if rows
-        else ""
-    )
+    unchanged = bool(ranking) and all(r.get("was") == r["rank"] for r in ranking)
+    if unchanged:
+        body = '<p class="muted">(top of the ranking unchanged)</p>'
+    elif rows:
+        body = (
+            "<table class=stage><tr><th>#</th><th>candidate</th><th>score</th><th></th>"
+            f"<th>move</th></tr>{''.join(rows)}</table>"
+        )
+    else:
+        body = ""
     if dropped:
         body += f'<p>dropped:</p><ul class="dropped">{dropped}</ul>'
     return (
