@@ -112,16 +112,20 @@ def eval_cmd(
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
     reports = evaluate_golden(sets, list(roots), settings, os.environ, work or home / "eval", k=k)
     full = build_report(reports, k=k, label=label)
+    written: list[str] = []
     if save:
-        click.echo(f"report saved: {save_report(full, home / 'reports')}", err=True)
+        written.append(f"report saved: {save_report(full, home / 'reports')}")
     if report_path is not None:
         report_path.write_text(json.dumps(full, indent=1, ensure_ascii=False), encoding="utf-8")
+        written.append(f"report: {report_path}")
     if html_path is not None:
         html_path.write_text(render_document(full, before), encoding="utf-8")
-        click.echo(f"HTML report: {html_path}", err=True)
+        written.append(f"HTML report: {html_path}")
     if plots_dir is not None:
-        for path in write_plots(full, plots_dir, before):
-            click.echo(f"plot: {path}", err=True)
+        written += [f"plot: {p}" for p in write_plots(full, plots_dir, before)]
+    if not as_json:  # --json output stays one JSON document
+        for line in written:
+            click.echo(line, err=True)
     if as_json:
         emit_json([r.to_dict() for r in reports])
         return

@@ -88,7 +88,7 @@ def load_report(path: Path) -> dict[str, Any]:
     if not isinstance(data.get("packs"), list) or not all(
         isinstance(p, dict) and isinstance(p.get("pack"), str) for p in data["packs"]
     ):
-        raise ConfigError(f"{path}: `packs` must be a list of per-pack results")
+        raise ConfigError(f"{path}: `packs` must be a list of per-pack results — not a report")
     return data
 
 

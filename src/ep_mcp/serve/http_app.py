@@ -226,7 +226,7 @@ def create_app(
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: http_error,
     }
-    middleware = [Middleware(ErrorBoundaryMiddleware), Middleware(SecurityHeadersMiddleware)]
+    middleware = [Middleware(SecurityHeadersMiddleware), Middleware(ErrorBoundaryMiddleware)]
     if server.forwarded_allow_ips:
         from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
