@@ -228,3 +228,21 @@ def test_the_eval_html_report_opens_offline_with_no_request(
     assert "example" in tab.locator("#per-pack").inner_text()
     assert seen.requests == [out.as_uri()]
     tab.screenshot(path=str(shots / "eval-report.png"), full_page=True)
+
+
+def test_without_javascript_an_open_pack_still_searches_and_opens_sections(
+    browser: Any, live_url: str
+) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        tab = context.new_page()
+        tab.goto(f"{live_url}/packs/ep-mcp-docs/")
+        tab.fill("#q", GOLDEN_QUERY)
+        tab.click("form#search button[type=submit]")
+        first = tab.locator("#hits li.hit").first
+        assert GOLDEN_TOP in first.locator(".where code").inner_text()
+        first.locator("a.open").click()  # a plain link to the read page
+        assert tab.locator("section.focus").is_visible()
+        assert "/packs/ep-mcp-docs/read?id=" in tab.url
+    finally:
+        context.close()

@@ -196,7 +196,7 @@ class Workbench:
         if slug is not None and slug not in self.serve.library.slugs():
             return _error(Refused(404, f"pack '{slug[:100]}' not found — list them at /packs"))
         visible = self.visible(request)
-        chosen = slug or q.get("pack") or (visible[0] if len(visible) == 1 else "")
+        chosen = slug or q.get("pack") or (visible[0] if visible else "")
         query = q.get("q", "")
         form = _search_form(slug, visible, chosen, q)
         results = ""
@@ -228,7 +228,10 @@ class Workbench:
         except Refused as exc:
             if exc.status == 404:
                 raise
-            inner = _pending(f"{exc} — enter the key above (kept for this tab only).")
+            if exc.status in (401, 403):
+                inner = _pending(f"{exc} — enter the key above (kept for this tab only).")
+            else:
+                inner = f'<p class="error">{e(exc)}</p>'
         except EpMcpError as exc:
             inner = f'<p class="error">{e(exc)}</p>'
         return f'<div id="content" data-src="{e(src)}">{inner}</div>'
