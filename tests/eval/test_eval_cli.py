@@ -1,6 +1,7 @@
 """The eval and bench commands end to end on tiny inputs, with the hashing embedder."""
 
 import json
+import os
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -127,3 +128,38 @@ def test_bench_query_times_a_pack_and_a_small_synthetic_index(tmp_path: Path) ->
     assert out.exit_code == 0, out.output
     labels = [r["label"] for r in json.loads(out.output)["latency"]]
     assert labels[0] == "embedding the query" and labels[-1].startswith("synthetic 200 chunks")
+
+
+def test_eval_writes_a_report_a_self_contained_html_file_and_svg_plots(tmp_path: Path) -> None:
+    pack = tmp_path / "packs" / "demo"
+    pack.mkdir(parents=True)
+    (pack / "solar.md").write_text("# Solar\n\nSolar panels make direct current.\n")
+    (pack / "wind.md").write_text("# Wind <script>alert(1)</script>\n\nWind turbines spin.\n")
+    golden = tmp_path / "golden.yaml"
+    golden.write_text(
+        "pack: demo\nqueries:\n  - id: d1\n    query: solar panels\n    category: keyword\n"
+        "    expected: [solar.md]\n  - id: d2\n    query: <img src=x onerror=alert(1)> wind\n"
+        "    category: natural\n    expected: [solar.md]\n"
+    )
+    base = ["eval", "--golden", str(golden), "--packs-root", str(tmp_path / "packs")]
+    base += ["--provider", "hashing", "--work", str(tmp_path / "work")]
+    first = CliRunner().invoke(main, [*base, "--report", str(tmp_path / "before.json")])
+    assert first.exit_code == 0, first.output
+    html, plots = tmp_path / "out.html", tmp_path / "plots"
+    args = ["--baseline", str(tmp_path / "before.json"), "--html", str(html)]
+    out = CliRunner().invoke(main, [*base, *args, "--plots", str(plots), "--label", "x"])
+    assert out.exit_code == 0, out.output
+    page = html.read_text(encoding="utf-8")
+    assert 'id="per-pack"' in page and "<svg" in page and "Difference" in page
+    assert "<script" not in page and "<img" not in page and "&lt;img src=x" in page
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert sorted(p.name for p in plots.iterdir()) == [
+        "eval-demo-categories.svg",
+        "eval-diff.svg",
+        "eval-per-pack.svg",
+    ]
+    saved = list((Path(os.environ["EP_MCP_HOME"]) / "reports").glob("eval-*.json"))
+    assert len(saved) == 2  # both runs kept in the history the workbench reads
+    report = json.loads((tmp_path / "before.json").read_text())
+    assert report["format"] == "ep-mcp-eval/1"
+    assert report["packs"][0]["queries"][0]["ranked"][0] == "solar.md"

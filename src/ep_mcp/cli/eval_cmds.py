@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -57,6 +58,36 @@ def _settings(config: Path | None, provider: str | None) -> tuple[Settings, Path
     help="Queries to run: dev (tune on these), test (held out: report, never tune) or all.",
 )
 @click.option("-k", "k", type=click.IntRange(1, 50), default=10, show_default=True)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the full report (every query's ranked files) as JSON here.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write a self-contained HTML report (tables, SVG plots, misses) here.",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="An earlier report (JSON) to compare with in --html and --plots.",
+)
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write the plots as standalone .svg files into this folder.",
+)
+@click.option("--label", default="", help="A note stored with the report (e.g. the change).")
+@click.option(
+    "--save/--no-save",
+    default=True,
+    show_default=True,
+    help="Keep the report in $EP_MCP_HOME/reports (the workbench's eval page reads it).",
+)
 @config_option
 @provider_option
 @work_option
@@ -67,6 +98,12 @@ def eval_cmd(
     roots: tuple[Path, ...],
     split: str,
     k: int,
+    report_path: Path | None,
+    html_path: Path | None,
+    baseline: Path | None,
+    plots_dir: Path | None,
+    label: str,
+    save: bool,
     config: Path | None,
     provider: str | None,
     work: Path | None,
@@ -77,13 +114,31 @@ def eval_cmd(
     Constants are tuned on the dev split; the test split is held out for reporting.
     """
     from ep_mcp.eval.golden import load_golden, load_golden_dir, render_table
+    from ep_mcp.eval.report import build_report, load_report, save_report
+    from ep_mcp.eval.report_html import render_document, write_plots
     from ep_mcp.eval.run import evaluate_golden
 
     settings, home = _settings(config, provider)
+    before = load_report(baseline) if baseline is not None else None
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
     reports = evaluate_golden(
         sets, list(roots), settings, os.environ, work or home / "eval", k=k, split=split
     )
+    full = build_report(reports, k=k, label=label)
+    written: list[str] = []
+    if save:
+        written.append(f"report saved: {save_report(full, home / 'reports')}")
+    if report_path is not None:
+        report_path.write_text(json.dumps(full, indent=1, ensure_ascii=False), encoding="utf-8")
+        written.append(f"report: {report_path}")
+    if html_path is not None:
+        html_path.write_text(render_document(full, before), encoding="utf-8")
+        written.append(f"HTML report: {html_path}")
+    if plots_dir is not None:
+        written += [f"plot: {p}" for p in write_plots(full, plots_dir, before)]
+    if not as_json:  # --json output stays one JSON document
+        for line in written:
+            click.echo(line, err=True)
     if as_json:
         emit_json([r.to_dict() for r in reports])
         return

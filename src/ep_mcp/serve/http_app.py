@@ -1,4 +1,5 @@
-"""The HTTP service (Starlette): MCP over Streamable HTTP, `/search`, `/health`, `/packs`.
+"""The HTTP service (Starlette): MCP over Streamable HTTP, `/search`, `/health`, `/packs`,
+`/openapi.json` and the workbench pages (serve/web/).
 
 `/mcp` serves every pack the caller may see, `/packs/{slug}/mcp` one pack. Middleware screens
 every request (serve/middleware.py); each MCP endpoint then decides, from the route the router
@@ -39,6 +40,7 @@ from ep_mcp.serve.middleware import (
 )
 from ep_mcp.serve.ratelimit import RateLimiter
 from ep_mcp.serve.search_api import search_endpoint
+from ep_mcp.serve.web import SecurityHeadersMiddleware, web_routes
 
 logger = logging.getLogger(__name__)
 
@@ -198,6 +200,12 @@ def create_app(
     async def search(request: Request) -> Response:
         return await search_endpoint(request, serve, ring, error_response)
 
+    async def openapi(request: Request) -> Response:
+        from ep_mcp.serve.mcp_server import version
+        from ep_mcp.serve.openapi import openapi_document
+
+        return JSONResponse(openapi_document(version()))
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
@@ -211,13 +219,16 @@ def create_app(
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
         if status == 404:
-            detail = "no such route — try /search, /packs, /health, /mcp or /packs/{slug}/mcp"
+            detail = (
+                "no such route — try / (the workbench), /search, /packs, /health, "
+                "/openapi.json, /mcp or /packs/{slug}/mcp"
+            )
         return error_response(status, str(detail))
 
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: http_error,
     }
-    middleware = [Middleware(ErrorBoundaryMiddleware)]
+    middleware = [Middleware(SecurityHeadersMiddleware), Middleware(ErrorBoundaryMiddleware)]
     if server.forwarded_allow_ips:
         from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -243,6 +254,8 @@ def create_app(
             Route("/search", search, methods=["GET", "POST"]),
             Route("/mcp", mcp),
             Route("/packs/{slug}/mcp", mcp),
+            Route("/openapi.json", openapi, methods=["GET"]),
+            *web_routes(serve, ring),
         ],
         middleware=middleware,
         exception_handlers=handlers,

@@ -12,6 +12,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -59,7 +60,7 @@ def _int(value: Any, name: str) -> int:
     return int(text)
 
 
-def _tags(value: Any) -> list[str]:
+def _tags(value: Any, name: str = "tags") -> list[str]:
     if value is None:
         return []
     if isinstance(value, list):
@@ -77,6 +78,53 @@ def _check_text(value: str, name: str) -> str:
     return value
 
 
+def _string(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise BadRequest(400, f"`{name}` must be a string")
+    return value
+
+
+@dataclass(frozen=True)
+class Param:
+    """One search parameter as `/search` takes it (query string or JSON key) and the
+    `ep_search` argument it becomes; `openapi.json` is generated from these."""
+
+    name: str
+    arg: str
+    schema: Mapping[str, Any]
+    description: str
+    parse: Callable[[Any, str], Any]
+
+
+def _tool_property(name: str) -> dict[str, Any]:
+    from ep_mcp.tools.pack_tools import SEARCH_INPUT
+
+    properties = SEARCH_INPUT["properties"]
+    assert isinstance(properties, Mapping)
+    prop = properties[name]
+    return {k: v for k, v in prop.items() if k != "description"}
+
+
+SEARCH_PARAMS: tuple[Param, ...] = (
+    Param("n", "max_results", _tool_property("max_results"), "How many hits (1-50).", _int),
+    Param("pack", "pack", _tool_property("pack"), "Slug of the pack to search; required "
+          "when several packs are served (GET /packs lists them).", _string),
+    Param("type", "type", _tool_property("type"), "Only hits whose frontmatter type is this.",
+          _string),
+    Param("tags", "tags", {"type": "string", "maxLength": 10000}, "Only hits carrying at "
+          "least one of these tags, comma-separated (JSON: also a list).", _tags),
+    Param("reconstruct", "reconstruct", {"type": "boolean"}, "Add exact provenance: fragment "
+          "id, line range, byte offsets, original markdown, staleness.", _flag),
+)  # fmt: skip
+QUERY_PARAM = Param(
+    "q",
+    "query",
+    _tool_property("query"),
+    "What to look for, in plain words (POST: `q` or `query`).",
+    _string,
+)
+
+
 def parse_params(data: Mapping[str, Any]) -> dict[str, Any]:
     """Search parameters from query params or a JSON body, into ep_search arguments."""
     for name, value in data.items():
@@ -92,18 +140,13 @@ def parse_params(data: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(query, str):
         raise BadRequest(400, "`q` must be a string")
     args: dict[str, Any] = {"query": query}
-    if data.get("n") is not None:
-        args["max_results"] = _int(data["n"], "n")
-    for key in ("type", "pack"):
-        if data.get(key) not in (None, ""):
-            if not isinstance(data[key], str):
-                raise BadRequest(400, f"`{key}` must be a string")
-            args[key] = data[key]
-    tags = _tags(data.get("tags"))
-    if tags:
-        args["tags"] = tags
-    if data.get("reconstruct") is not None:
-        args["reconstruct"] = _flag(data["reconstruct"], "reconstruct")
+    for param in SEARCH_PARAMS:
+        value = data.get(param.name)
+        if value is None or (value == "" and param.parse is _string):
+            continue
+        parsed = param.parse(value, param.name)
+        if parsed != []:
+            args[param.arg] = parsed
     return args
 
 

@@ -1,0 +1,249 @@
+"""HTML fragments for the search page: results, their explain trace, and a section in context.
+
+Each function takes the JSON a tool already returns (`ep_search` with `explain`, `ep_read`)
+and returns escaped HTML. Pack text goes through `html.escape` or `render_markdown` (raw HTML
+off) and nowhere else, so a hostile pack file renders as text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from ep_mcp.eval import svg
+from ep_mcp.serve.web.markdown import render_markdown
+
+EXCERPT_CHARS = 420
+FRONTMATTER = re.compile(r"\A---\r?\n(.*?\r?\n)---\r?\n", re.S)
+
+
+def e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def read_url(pack: str, fragment_id: str, *, fragment: bool = False) -> str:
+    """The page (or the fragment) that opens ``fragment_id`` with its neighbours."""
+    if fragment:
+        return "/ui/read?" + urlencode({"pack": pack, "id": fragment_id})
+    return f"/packs/{quote(pack, safe='')}/read?" + urlencode({"id": fragment_id})
+
+
+def _badges(hit: Mapping[str, Any]) -> str:
+    out = []
+    age = hit.get("verified_age_days")
+    if age is not None:
+        out.append(f'<span class="badge age" title="verified_at {e(hit.get("verified_at"))}">'
+                   f"verified {e(age)} d ago</span>")  # fmt: skip
+    else:
+        out.append('<span class="badge muted">never verified</span>')
+    if hit.get("age_stale"):
+        out.append('<span class="badge warn" title="older than its refresh cycle">stale</span>')
+    if hit.get("expired"):
+        out.append(f'<span class="badge bad" title="expires_at {e(hit.get("expires_at"))}">'
+                   "expired</span>")  # fmt: skip
+    if hit.get("stale"):
+        out.append('<span class="badge bad" title="the file changed since it was indexed">'
+                   "changed on disk</span>")  # fmt: skip
+    if hit.get("graph_expanded"):
+        out.append('<span class="badge info">graph neighbour</span>')
+    if hit.get("requires_expanded"):
+        out.append('<span class="badge info">requires:</span>')
+    if hit.get("confidence") is not None:
+        out.append(f'<span class="badge">confidence {float(hit["confidence"]):.2f}</span>')
+    return "".join(out)
+
+
+def _excerpt(hit: Mapping[str, Any]) -> str:
+    text = str(hit.get("excerpt") or hit.get("text") or "").strip()
+    if len(text) > EXCERPT_CHARS:
+        text = text[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
+    return e(text)
+
+
+def _value(v: Any) -> str:
+    return "—" if v is None else e(v)
+
+
+def _why(candidate: Mapping[str, Any], path: Sequence[tuple[str, int | None]]) -> str:
+    """One hit's trace: its two legs, fusion, final score, the stages it passed, the notes."""
+    lex = candidate.get("lexical_rank")
+    vec = candidate.get("vector_rank")
+    origin = str(candidate.get("origin", ""))
+    if candidate.get("via"):
+        origin += f" via {candidate['via']}"
+    rows = [
+        ("origin", e(origin)),
+        ("lexical", "not matched" if lex is None
+         else f"#{e(lex)} (BM25 {_value(candidate.get('lexical_score'))})"),
+        ("vector", "not in the pool" if vec is None
+         else f"#{e(vec)} (cosine {_value(candidate.get('vector_score'))})"),
+        ("fused", _value(candidate.get("fused"))),
+        ("final", _value(candidate.get("final"))),
+    ]  # fmt: skip
+    table = "".join(f"<tr><th scope=row>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    steps = " → ".join(f"{e(stage)} #{e(rank) if rank else '-'}" for stage, rank in path)
+    notes = "".join(f"<li>{e(n)}</li>" for n in candidate.get("why", []))
+    return (
+        f'<table class="why">{table}</table>'
+        + (f'<p class="path">rank by stage: {steps}</p>' if steps else "")
+        + (f'<ul class="notes">{notes}</ul>' if notes else "")
+    )
+
+
+def _stage_ranks(explain: Sequence[Mapping[str, Any]], label: str) -> list[tuple[str, int | None]]:
+    out = []
+    for rec in explain:
+        ranking = rec.get("ranking")
+        if ranking is None:
+            continue
+        rank = next((r["rank"] for r in ranking if r.get("candidate") == label), None)
+        out.append((str(rec.get("stage")), rank))
+    return out
+
+
+def _score_bar(score: float, top: float) -> str:
+    width = 0.0 if top <= 0 else max(0.0, min(1.0, score / top)) * 120
+    return (
+        f'<svg class="bar" width="124" height="10" viewBox="0 0 124 10" aria-hidden="true">'
+        f'<rect x="0" y="1" width="{width:.1f}" height="8" fill="{svg.PALETTE[0]}"/></svg>'
+    )
+
+
+def stage_table(rec: Mapping[str, Any]) -> str:
+    """One stage: its summary, the top of its ranking with moves, and what it dropped."""
+    ranking = rec.get("ranking") or []
+    top = max([float(r.get("score") or 0.0) for r in ranking] + [0.0])
+    rows = []
+    for r in ranking:
+        was = r.get("was")
+        move = (
+            '<span class="new">new</span>' if was is None
+            else "=" if was == r["rank"]
+            else f'<span class="{"up" if was > r["rank"] else "down"}">was #{e(was)}</span>'
+        )  # fmt: skip
+        score = float(r.get("score") or 0.0)
+        rows.append(
+            f"<tr><td>{e(r['rank'])}</td><td><code>{e(r.get('candidate'))}</code></td>"
+            f"<td>{score:.4f}</td><td>{_score_bar(score, top)}</td><td>{move}</td></tr>"
+        )
+    dropped = "".join(f"<li><code>{e(d)}</code></li>" for d in rec.get("dropped", []))
+    unchanged = bool(ranking) and all(r.get("was") == r["rank"] for r in ranking)
+    if unchanged:
+        body = '<p class="muted">(top of the ranking unchanged)</p>'
+    elif rows:
+        body = (
+            "<table class=stage><tr><th>#</th><th>candidate</th><th>score</th><th></th>"
+            f"<th>move</th></tr>{''.join(rows)}</table>"
+        )
+    else:
+        body = ""
+    if dropped:
+        body += f'<p>dropped:</p><ul class="dropped">{dropped}</ul>'
+    return (
+        f'<section class="stage" data-stage="{e(rec.get("stage"))}"><h4>{e(rec.get("stage"))}'
+        f"</h4><p>{e(rec.get('summary', ''))}</p>{body}</section>"
+    )
+
+
+def explain_html(explain: Sequence[Mapping[str, Any]]) -> str:
+    stages = "".join(stage_table(r) for r in explain if r.get("stage") != "final")
+    return (
+        '<details class="explain" id="explain"><summary>Explain: every stage of this ranking'
+        f"</summary>{stages}</details>"
+    )
+
+
+def results_html(result: Mapping[str, Any]) -> str:
+    """The hits of an `ep_search` result (with `reconstruct` and `explain`), each with its
+    provenance, freshness badges, excerpt, a link to the section in context and its trace."""
+    pack = str(result.get("pack", ""))
+    hits = result.get("results", [])
+    explain = result.get("explain", [])
+    last: Mapping[str, Any] = next((r for r in explain if r.get("stage") == "final"), {})
+    final = last.get("candidates", [])
+    head = (
+        f'<p class="summary">{len(hits)} result{"s" if len(hits) != 1 else ""} in '
+        f"<b>{e(pack)}</b> · mode <b>{e(result.get('mode'))}</b> · intent "
+        f"{e(result.get('intent', ''))} · {e(result.get('took_ms', ''))} ms</p>"
+    )
+    notes = "".join(f'<p class="note">{e(n)}</p>' for n in result.get("notes", []))
+    items = []
+    for i, hit in enumerate(hits):
+        cand = final[i] if i < len(final) else None
+        if cand is not None and not str(cand.get("candidate", "")).startswith(
+            str(hit.get("source_file")) + "#"
+        ):
+            cand = None
+        lines = hit.get("line_range") or []
+        where = f"{e(hit.get('source_file'))}" + (
+            f":{e(lines[0])}&ndash;{e(lines[1])}" if len(lines) == 2 else ""
+        )
+        heading = " &rsaquo; ".join(e(h) for h in hit.get("heading_path", []))
+        fid = hit.get("fragment_id")
+        link = (
+            f'<a class="open" data-panel="{e(read_url(pack, fid, fragment=True))}" '
+            f'href="{e(read_url(pack, fid))}">open in context</a>'
+            if fid
+            else ""
+        )
+        trace = (
+            f'<details class="why"><summary>why #{i + 1}?</summary>'
+            f"{_why(cand, _stage_ranks(explain, str(cand.get('candidate'))))}</details>"
+            if cand is not None
+            else ""
+        )
+        items.append(
+            f'<li class="hit"><div class="hit-head"><span class="rank">{i + 1}</span>'
+            f'<span class="title">{e(hit.get("title") or hit.get("source_file"))}</span>'
+            f'<span class="score" title="final score">{float(hit.get("score", 0)):.4f}</span>'
+            f'</div><div class="where"><code>{where}</code> <span class="heading">{heading}'
+            f'</span></div><div class="badges">{_badges(hit)}</div>'
+            f'<p class="excerpt">{_excerpt(hit)}</p><div class="actions">{link}</div>'
+            f"{trace}</li>"
+        )
+    if not hits:
+        items.append(
+            '<li class="empty">Nothing above the activation floor — the pack has no answer '
+            "to this query (see the threshold stage below).</li>"
+        )
+    return (
+        f'{head}{notes}<ol class="hits" id="hits">{"".join(items)}</ol>'
+        f"{explain_html(explain) if explain else ''}"
+    )
+
+
+def _span_html(span: Mapping[str, Any], cls: str) -> str:
+    lines = span.get("line_range") or []
+    where = f"lines {e(lines[0])}&ndash;{e(lines[1])}" if len(lines) == 2 else ""
+    heading = " &rsaquo; ".join(e(h) for h in span.get("heading_path", []) or [])
+    return (
+        f'<section class="{cls}"><p class="where">{heading} <span class="muted">{where}</span>'
+        f'</p><div class="md">{render_markdown(str(span.get("text", "")))}</div></section>'
+    )
+
+
+def read_html(doc: Mapping[str, Any]) -> str:
+    """An `ep_read` result: the section, with its neighbours before and after it dimmed."""
+    section = doc.get("section") or []
+    me_lines = doc.get("line_range") or [0, 0]
+    before = [n for n in doc.get("neighbors", []) if n["line_range"][0] < me_lines[0]]
+    after = [n for n in doc.get("neighbors", []) if n["line_range"][0] > me_lines[0]]
+    text = str(doc.get("text", ""))
+    front = FRONTMATTER.match(text) if not section else None
+    if front is not None:  # a whole file: its frontmatter as a block, its body as markdown
+        text = f"```yaml\n{front.group(1)}```\n\n" + text[front.end() :]
+    me = {"text": text, "line_range": me_lines, "heading_path": section}
+    requires = "".join(f"<li><code>{e(r)}</code></li>" for r in doc.get("requires_resolved", []))
+    return (
+        f'<article class="reader"><h3>{e(doc.get("title") or doc.get("path"))}</h3>'
+        f'<p class="where"><code>{e(doc.get("path"))}</code> · type {e(doc.get("type") or "-")}'
+        f"</p>"
+        + "".join(_span_html(n, "neighbour") for n in before)
+        + _span_html(me, "focus")
+        + "".join(_span_html(n, "neighbour") for n in after)
+        + (f"<p>requires:</p><ul>{requires}</ul>" if requires else "")
+        + "</article>"
+    )
