@@ -107,3 +107,29 @@ def test_duplicate_skill_names_are_disambiguated_with_a_warning(write: Writer) -
     pack = load_pack(root)
     assert sorted(item.name for item in pack.skills) == ["b", "same"]
     assert "also used by a/SKILL.md" in pack.warnings[0].message
+
+
+def test_a_new_kind_of_pack_is_one_registration(tmp_path: Path) -> None:
+    from ep_mcp.packs import loader
+    from ep_mcp.packs.markdown import load_markdown
+
+    (tmp_path / "NOTES.kind").write_text("notes\n", encoding="utf-8")
+    (tmp_path / "a.md").write_text("# A\n\nAlpha.\n", encoding="utf-8")
+    saved = dict(loader.READERS)
+    try:
+        loader.register_kind(
+            loader.PackReader(
+                "notes",
+                lambda root: (root / "NOTES.kind").is_file(),
+                lambda root, slug, cap: load_markdown(
+                    root, slug=slug or "notes", max_file_bytes=cap
+                ),
+            ),
+            before="markdown",
+        )
+        assert loader.detect_kind(tmp_path) == "notes"
+        assert loader.load_pack(tmp_path).document("a.md") is not None
+        assert list(loader.READERS)[-1] == "markdown"
+    finally:
+        loader.READERS.clear()
+        loader.READERS.update(saved)

@@ -1,22 +1,26 @@
-"""Entry point: detect a pack's kind and read it into a Pack."""
+"""Entry point: detect a pack's kind and read it into a Pack.
+
+Kinds are a dict of readers (`READERS`), tried in order: a new kind of pack is one reader
+module and one `register_kind` call (before `markdown`, which takes any folder).
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
 
 from ep_mcp.errors import PackError
 from ep_mcp.packs.expertpack import MANIFEST, load_expertpack, slugify
 from ep_mcp.packs.files import SKIP_DIRS
 from ep_mcp.packs.markdown import load_markdown
-from ep_mcp.packs.models import Pack, PackKind
+from ep_mcp.packs.models import Pack
 from ep_mcp.packs.skills import SKILL_FILE, load_skills
 
 logger = logging.getLogger(__name__)
 
-KINDS: tuple[PackKind, ...] = get_args(PackKind)
 SKILL_SEARCH_DEPTH = 4  # folders below the root searched for SKILL.md when detecting
 
 
@@ -30,13 +34,60 @@ def _has_skill_file(root: Path, max_depth: int = SKILL_SEARCH_DEPTH) -> bool:
     return False
 
 
-def detect_kind(root: Path) -> PackKind:
-    """manifest.yaml → expertpack; a SKILL.md within 4 folders → skills; else markdown."""
-    if (root / MANIFEST).is_file():
-        return "expertpack"
-    if _has_skill_file(root):
-        return "skills"
-    return "markdown"
+@dataclass(frozen=True)
+class PackReader:
+    """One kind of pack: how to recognise its folder and how to read it."""
+
+    kind: str
+    detect: Callable[[Path], bool]
+    # (root, slug or None for the kind's own default, max_file_bytes) → Pack
+    read: Callable[[Path, str | None, int], Pack]
+
+
+READERS: dict[str, PackReader] = {}
+
+
+def register_kind(reader: PackReader, *, before: str | None = None) -> None:
+    """Add a kind; detection tries kinds in order, so a specific kind goes ``before`` a
+    general one (every kind goes before `markdown`, which matches any folder)."""
+    items = [(k, r) for k, r in READERS.items() if k != reader.kind]
+    at = next((i for i, (k, _) in enumerate(items) if k == before), len(items))
+    items.insert(at, (reader.kind, reader))
+    READERS.clear()
+    READERS.update(items)
+
+
+register_kind(
+    PackReader(
+        "expertpack",
+        lambda root: (root / MANIFEST).is_file(),
+        lambda root, slug, cap: load_expertpack(root, slug=slug, max_file_bytes=cap),
+    )
+)
+register_kind(
+    PackReader(
+        "skills",
+        _has_skill_file,
+        lambda root, slug, cap: load_skills(
+            root, slug=slug or slugify(root.name), max_file_bytes=cap
+        ),
+    )
+)
+register_kind(
+    PackReader(
+        "markdown",
+        lambda root: True,
+        lambda root, slug, cap: load_markdown(
+            root, slug=slug or slugify(root.name), max_file_bytes=cap
+        ),
+    )
+)
+
+
+def detect_kind(root: Path) -> str:
+    """The first registered kind that recognises the folder: manifest.yaml → expertpack; a
+    SKILL.md within 4 folders → skills; else markdown."""
+    return next(r.kind for r in READERS.values() if r.detect(root))
 
 
 def _check_root(root: Path) -> Path:
@@ -59,13 +110,8 @@ def load_pack(
 ) -> Pack:
     """Read a pack folder. Bad files become ``Pack.warnings``; only a missing folder raises."""
     root = _check_root(Path(root))
-    if kind is not None and kind not in KINDS:
-        raise PackError(f"unknown pack kind {kind!r} — use one of {', '.join(KINDS)}")
-    detected: PackKind = kind if kind is not None else detect_kind(root)
+    if kind is not None and kind not in READERS:
+        raise PackError(f"unknown pack kind {kind!r} — use one of {', '.join(READERS)}")
+    detected = kind if kind is not None else detect_kind(root)
     logger.info("reading %s pack at %s", detected, root)
-    if detected == "expertpack":
-        return load_expertpack(root, slug=slug, max_file_bytes=max_file_bytes)
-    pack_slug = slug or slugify(root.name)
-    if detected == "skills":
-        return load_skills(root, slug=pack_slug, max_file_bytes=max_file_bytes)
-    return load_markdown(root, slug=pack_slug, max_file_bytes=max_file_bytes)
+    return READERS[detected].read(root, slug, max_file_bytes)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-PackKind = Literal["expertpack", "skills", "markdown"]
+PackKind = str  # a registered reader's kind: expertpack, skills, markdown (packs/loader.py)
 
 
 @dataclass(frozen=True)

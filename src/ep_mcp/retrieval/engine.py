@@ -23,7 +23,7 @@ from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.expand import expand_graph, expand_requires_of
 from ep_mcp.retrieval.explain import Trace
 from ep_mcp.retrieval.fallback import score_lexically
-from ep_mcp.retrieval.fusion import fuse_rrf, fuse_weighted
+from ep_mcp.retrieval.fusion import FUSIONS
 from ep_mcp.retrieval.hits import candidate_of, hit_of
 from ep_mcp.retrieval.intent import Intent, classify_intent
 from ep_mcp.retrieval.legs import LegChoice, Legs, run_legs
@@ -177,11 +177,9 @@ def _fuse(run: _Run, intent: Intent) -> list[Candidate]:
 def _fused(legs: Legs, intent: Intent, settings: RetrievalSettings) -> list[tuple[int, float]]:
     lists = {"lexical": legs.lexical, "vector": legs.dense}
     weights = {"lexical": intent.text_weight, "vector": intent.vector_weight}
-    if settings.fusion == "weighted":
-        return fuse_weighted(lists, weights)
-    if settings.intent_routing:  # weighted RRF: 2w keeps the scale of plain RRF at w = .5
-        return fuse_rrf(lists, k=settings.rrf_k, weights={n: 2 * w for n, w in weights.items()})
-    return fuse_rrf(lists, k=settings.rrf_k)
+    if settings.fusion == "rrf" and not settings.intent_routing:
+        weights = {"lexical": 0.5, "vector": 0.5}  # plain RRF: every leg counts the same
+    return FUSIONS[settings.fusion](lists, weights, settings.rrf_k)
 
 
 def _evidence(run: _Run) -> th.Evidence:

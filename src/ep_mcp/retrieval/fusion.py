@@ -1,11 +1,13 @@
 """Fusing ranked lists: reciprocal rank fusion and weighted normalised scores.
 
-Items are any hashable keys: chunk ids for a pack's legs, skill ids for the hub's.
+Items are any hashable keys: chunk ids for a pack's legs, skill ids for the hub's. The pack
+pipeline picks its method by name from `FUSIONS` (`retrieval.fusion` in the config): a new
+method is one function registered here plus its name in `config.Fusion`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -57,3 +59,23 @@ def fuse_weighted(
             scores[item] = scores.get(item, 0.0) + w * s
     order = _first_seen(lists)
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+Fusion = Callable[[Mapping[str, Ranked], Mapping[str, float], int], list[tuple[int, float]]]
+"""(ranked lists by leg, intent weights by leg, rrf_k) → one ranked list."""
+
+
+def _weighted(
+    lists: Mapping[str, Ranked], weights: Mapping[str, float], rrf_k: int
+) -> list[tuple[int, float]]:
+    return fuse_weighted(lists, weights)
+
+
+def _rrf(
+    lists: Mapping[str, Ranked], weights: Mapping[str, float], rrf_k: int
+) -> list[tuple[int, float]]:
+    # weighted RRF: 2w keeps the scale of plain RRF at w = .5 (equal weights)
+    return fuse_rrf(lists, k=rrf_k, weights={n: 2 * w for n, w in weights.items()})
+
+
+FUSIONS: dict[str, Fusion] = {"weighted": _weighted, "rrf": _rrf}
