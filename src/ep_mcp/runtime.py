@@ -27,6 +27,8 @@ from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Pack
 from ep_mcp.packs.safeopen import read_live_prefix
 from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.confidence import ConfidenceModel
+from ep_mcp.retrieval.confidence_file import packaged_model
 from ep_mcp.retrieval.engine import SearchOptions
 from ep_mcp.retrieval.legs import LegChoice
 from ep_mcp.retrieval.rerank import Reranker, make_reranker
@@ -211,9 +213,10 @@ class PackRuntime:
         *,
         query_embedder: Embedder | None = None,
         legs: LegChoice = "both",
+        confidence: ConfidenceModel | None = None,
     ) -> SearchResult:
-        """Answer one query; ``query_embedder`` overrides how the query is embedded and
-        ``legs`` runs one leg alone (benchmarks)."""
+        """Answer one query; ``query_embedder`` overrides how the query is embedded, ``legs``
+        runs one leg alone (benchmarks) and ``confidence`` replaces the shipped model (fitting)."""
         embedder = query_embedder or self.embedder
         view = self.view
         options = SearchOptions(
@@ -225,6 +228,7 @@ class PackRuntime:
             executors=self.executors,
             live_files=functools.partial(read_live_prefix, view.root),
             legs=legs,
+            confidence=confidence or packaged_model(),
         )
         try:
             return engine.search(

@@ -113,7 +113,15 @@ def _register() -> None:
     """Import the command modules; each attaches its commands to `main` or `bench`."""
     import importlib
 
-    modules = ("pack_cmds", "eval_cmds", "serve_cmds", "skills_cmds", "config_cmds", "bench_cmds")
+    modules = (
+        "pack_cmds",
+        "eval_cmds",
+        "serve_cmds",
+        "skills_cmds",
+        "config_cmds",
+        "bench_cmds",
+        "calibrate_cmds",
+    )
     for module in modules:
         try:
             importlib.import_module(f"ep_mcp.cli.{module}")

@@ -206,6 +206,12 @@ def render_result(result: SearchResult) -> str:
 @click.option("--tags", help="Only hits with any of these tags (comma-separated).")
 @click.option("--reconstruct", is_flag=True, help="Add exact line/byte provenance to each hit.")
 @click.option("--explain", is_flag=True, help="Show what each candidate scored at each stage.")
+@click.option(
+    "--include-low-confidence",
+    "low",
+    is_flag=True,
+    help="Show the hits even when the pack does not appear to cover the question.",
+)
 @config_option
 @provider_option
 @index_dir_option
@@ -219,6 +225,7 @@ def search_cmd(
     tags: str | None,
     reconstruct: bool,
     explain: bool,
+    low: bool,
     config: Path | None,
     provider: str | None,
     index_dir: Path | None,
@@ -229,7 +236,13 @@ def search_cmd(
 
     tag_list = tuple(t.strip() for t in (tags or "").split(",") if t.strip())
     request = SearchRequest(
-        query=query, k=n, type=type_, tags=tag_list, reconstruct=reconstruct, explain=explain
+        query=query,
+        k=n,
+        type=type_,
+        tags=tag_list,
+        reconstruct=reconstruct,
+        explain=explain,
+        include_low_confidence=low,
     )
     lib, rt = _open_one(pack, provider, index_dir, config=config)
     try:

@@ -67,6 +67,7 @@ class Metrics:
     must_not_violations: int
     negatives: int
     negatives_empty: int
+    withheld: int = 0  # answerable queries answered with nothing (floor or min_answerable)
 
     @property
     def negative_false_positives(self) -> int:
@@ -82,6 +83,7 @@ class Metrics:
                 "negatives": self.negatives,
                 "negatives_empty": self.negatives_empty,
                 "negative_false_positives": self.negative_false_positives,
+                "answerable_withheld": self.withheld,
             }
         )
         return out
@@ -270,6 +272,7 @@ def metrics(outcomes: Iterable[QueryOutcome]) -> Metrics:
         must_not_violations=sum(1 for o in items if o.must_not_hits),
         negatives=len(negative),
         negatives_empty=sum(1 for o in negative if o.returned == 0),
+        withheld=sum(1 for o in positive if o.returned == 0),
     )
 
 
@@ -332,7 +335,7 @@ def render_table(reports: Sequence[PackReport]) -> str:
     negatives."""
     head = (
         f"{'pack':<20} {'split':<5} {'category':<11} {'n':>3} {'R@1':>6} {'R@3':>6} {'R@5':>6} "
-        f"{'MRR':>6} {'must_not':>8} {'neg empty':>9}"
+        f"{'MRR':>6} {'must_not':>8} {'neg empty':>9} {'withheld':>8}"
     )
     lines = [head, "-" * len(head)]
 
@@ -346,7 +349,7 @@ def render_table(reports: Sequence[PackReport]) -> str:
         )
         return (
             f"{pack:<20} {split:<5} {cat:<11} {m.queries:>3} {' '.join(vals)} "
-            f"{m.must_not_violations:>8} {neg:>9}"
+            f"{m.must_not_violations:>8} {neg:>9} {m.withheld if pos else '-':>8}"
         )
 
     for rep in reports:

@@ -134,3 +134,34 @@ def histogram(title: str, buckets: Sequence[tuple[str, int]], *, width: int = 48
             f'fill="{MUTED}">{_t(label)}</text>'
         )
     return _svg(width, top + plot_h + bottom, title, body)
+
+
+def reliability(title: str, bins: Sequence[tuple[float, float, int]], *, size: int = 320) -> str:
+    """Reliability diagram: observed rate against mean predicted probability per bin (a dot
+    sized by its count), with the diagonal of perfect calibration."""
+    pad, top = 40, 30
+    plot = size - pad - 12
+    peak = max([n for _, _, n in bins] + [1])
+
+    def xy(p: float, r: float) -> tuple[float, float]:
+        return pad + p * plot, top + (1 - r) * plot
+
+    x0, y0 = xy(0, 0)
+    x1, y1 = xy(1, 1)
+    body = [
+        f'<rect x="{pad}" y="{top}" width="{plot}" height="{plot}" fill="none" stroke="{GRID}"/>'
+        f'<line x1="{x0}" y1="{y0}" x2="{x1}" y2="{y1}" stroke="{MUTED}" stroke-dasharray="4 3"/>'
+        f'<text x="{pad + plot / 2}" y="{size + 14}" text-anchor="middle" fill="{MUTED}">'
+        "predicted probability</text>"
+        f'<text x="12" y="{top + plot / 2}" fill="{MUTED}" '
+        f'transform="rotate(-90 12 {top + plot / 2})" text-anchor="middle">observed rate</text>'
+    ]
+    for p, r, n in bins:
+        x, y = xy(p, r)
+        radius = 3 + 7 * (n / peak) ** 0.5
+        body.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius:.1f}" fill="{PALETTE[0]}" '
+            f'fill-opacity="0.7"><title>predicted {p:.2f}, observed {r:.2f}, n={n}</title>'
+            "</circle>"
+        )
+    return _svg(size, size + 20, title, body)

@@ -309,6 +309,13 @@ class Store:
             out = [(cid, s) for cid, s in out if owners.get(cid) in allowed]
         return out
 
+    def term_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """Chunks containing each term (FTS5, stemmed) and the number of chunks: for IDF."""
+        conn, sql = self._reader(), "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
+        safe = {t: t.replace('"', "") for t in terms if t.replace('"', "").strip()}
+        counts = {t: int(conn.execute(sql, (f'"{q}"',)).fetchall()[0][0]) for t, q in safe.items()}
+        return counts, int(conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0])
+
     # -- vectors (index/vectors.py: the numpy scan and the vec0 mirror) ---------------------
 
     def has_vectors(self) -> bool:

@@ -20,6 +20,8 @@ from ep_mcp.index.records import StoredChunk
 from ep_mcp.retrieval import threshold as th
 from ep_mcp.retrieval.boosts import apply_boosts, apply_filters
 from ep_mcp.retrieval.candidates import Candidate
+from ep_mcp.retrieval.confidence import Assessment, ConfidenceModel, HitView, applies, assess
+from ep_mcp.retrieval.confidence import idf_weights as idf_of
 from ep_mcp.retrieval.expand import expand_graph, expand_requires_of
 from ep_mcp.retrieval.explain import Trace
 from ep_mcp.retrieval.fallback import score_lexically
@@ -53,6 +55,7 @@ class SearchOptions:
     outside embedding service (query and profiles); past it the answer is lexical. The legs
     overlap on ``executors`` (the caller's threads) when given. ``live_files`` reads the served
     files for reconstruct's stale check. ``legs`` runs one leg alone (benchmarks).
+    ``confidence`` is the fitted model of the last stage (none: no confidence, nothing withheld).
     """
 
     view: PackView = dataclasses.field(default_factory=PackView)
@@ -63,6 +66,7 @@ class SearchOptions:
     executors: LegExecutors | None = None
     live_files: LiveFiles | None = None
     legs: LegChoice = "both"
+    confidence: ConfidenceModel | None = None
 
 
 @dataclass
@@ -118,6 +122,11 @@ def search(
     top = _expand_graph(run, picked)
     final = [*top, *_expand_requires(run, top)]
     hits = _hits(run, final)
+    hits, judged = _confidence(run, final, evidence, hits)
+    covered = judged is None or judged.answerable >= settings.min_answerable
+    if judged is not None and not covered:
+        notes.append(_not_covered(judged, settings.min_answerable, hits))
+        hits = hits if request.include_low_confidence else ()
 
     legs = run.legs
     mode = "hybrid" if legs.dense and legs.lexical else "vector" if legs.dense else "lexical"
@@ -130,6 +139,9 @@ def search(
         took_ms=(time.perf_counter() - started) * 1000,
         notes=tuple(notes),
         explain=run.trace.export(final),
+        answerable=judged.answerable if judged is not None else None,
+        covered=covered,
+        assessment=judged,
     )
 
 
@@ -332,6 +344,37 @@ def _hits(run: _Run, final: list[Candidate]) -> tuple[Hit, ...]:
         )
         for c in final
     )
+
+
+def _confidence(
+    run: _Run, final: list[Candidate], evidence: th.Evidence, hits: tuple[Hit, ...]
+) -> tuple[tuple[Hit, ...], Assessment | None]:
+    """Each hit's probability of relevance and the answer's of holding one (SPEC §4.8).
+
+    Needs the model, the dense leg and the embedder the model was fitted for."""
+    model, terms = run.options.confidence, run.legs.terms
+    if not (run.settings.confidence and model and run.legs.query_vector is not None):
+        return hits, None
+    if not applies(model, run.source.embedding_model()):
+        return hits, None
+    idf = idf_of(terms, *run.source.term_counts(terms)) if hits else {}
+    views = [
+        HitView(c, h.text, " ".join((h.title, *h.heading_path)))
+        for c, h in zip(final, hits, strict=True)
+    ]
+    judged = assess(views, evidence, idf, model)
+    hits = tuple(
+        dataclasses.replace(h, confidence=round(p, 4))
+        for h, p in zip(hits, judged.confidences, strict=True)
+    )
+    run.trace.note("confidence", f"answerable {judged.answerable:.3f}")
+    return hits, judged
+
+
+def _not_covered(judged: Assessment, floor: float, hits: tuple[Hit, ...]) -> str:
+    told = f"answerable {judged.answerable:.2f} < min_answerable {floor}" if hits else "no hit"
+    more = " — pass include_low_confidence to see the hits anyway" if hits else ""
+    return f"the pack does not appear to cover this question ({told}){more}"
 
 
 def _no_live_files(path: str, length: int) -> tuple[bytes | None, str | None]:

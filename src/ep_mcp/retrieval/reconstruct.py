@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ep_mcp.packs.fragments import anchor, fragment_id
 
 EXCERPT_CHARS = 240
+_COMMENT = re.compile(r"<!--.*?(-->|$)", re.DOTALL)
+_FRONTMATTER = re.compile(r"\A\s*---\n.*?\n---[ \t]*(\n|$)", re.DOTALL)
+_RESIDUE = re.compile(r"^\s*(---+|\w[\w-]*:\s*\S.*|\[context:.*\])\s*$")
 
 
 @dataclass(frozen=True)
@@ -41,9 +45,19 @@ def section_slug(section: str | None, heading_path: tuple[str, ...]) -> str:
     return anchor(_section_title(section, heading_path))
 
 
+def readable(text: str) -> str:
+    """The text as a reader wants its first lines: without HTML comments, a frontmatter block,
+    and leading context-prefix or ``key: value`` residue lines."""
+    text = _FRONTMATTER.sub("", _COMMENT.sub("", text))
+    lines = text.splitlines()
+    while lines and (not lines[0].strip() or _RESIDUE.match(lines[0])):
+        lines.pop(0)
+    return "\n".join(lines) if lines else text.strip()
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """The span's prose on one line, cut at a word boundary with an ellipsis."""
-    flat = " ".join(text.split())
+    """The span's prose on one line (comments and residue skipped), cut at a word boundary."""
+    flat = " ".join(readable(text).split())
     if len(flat) <= limit:
         return flat
     cut = flat[:limit].rsplit(" ", 1)[0]

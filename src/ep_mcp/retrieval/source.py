@@ -42,6 +42,10 @@ class ChunkSource(Protocol):
         """Chunks matching any term, best first, as (chunk_id, score ≥ 0); cut at the limit."""
         ...
 
+    def term_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """How many chunks contain each term, and how many chunks there are (IDF)."""
+        ...
+
     def has_vectors(self) -> bool: ...
 
     def vector_top(self, query: Vector, n: int) -> list[tuple[int, float]]:

@@ -17,6 +17,7 @@ class SearchRequest:
     explain: bool = False
     type_hint: str | None = None  # boost, not filter
     tag_hints: tuple[str, ...] = ()  # boost per shared tag
+    include_low_confidence: bool = False  # keep the hits even below min_answerable
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Hit:
     line_range: tuple[int, int]
     graph_expanded: bool = False
     requires_expanded: bool = False
+    confidence: float | None = None  # estimated probability that the hit is relevant
     extra: dict[str, Any] = field(default_factory=dict)  # freshness, reconstruct fields
 
     def to_dict(self) -> dict[str, Any]:
@@ -43,6 +45,8 @@ class Hit:
         data["tags"] = list(self.tags)
         data["heading_path"] = list(self.heading_path)
         data["line_range"] = list(self.line_range)
+        if self.confidence is None:
+            data.pop("confidence")
         data.update(extra)
         return data
 
@@ -57,6 +61,9 @@ class SearchResult:
     took_ms: float = 0.0
     notes: tuple[str, ...] = ()
     explain: tuple[dict[str, Any], ...] = ()
+    answerable: float | None = None  # estimated probability that some hit answers the query
+    covered: bool = True  # False: withheld below min_answerable ("not covered")
+    assessment: Any = None  # retrieval.confidence.Assessment: the features (fitting, explain)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -67,6 +74,9 @@ class SearchResult:
             "took_ms": round(self.took_ms, 2),
             "results": [h.to_dict() for h in self.hits],
         }
+        if self.answerable is not None:
+            data["answerable"] = round(self.answerable, 4)
+            data["covered"] = self.covered
         if self.notes:
             data["notes"] = list(self.notes)
         if self.explain:

@@ -227,6 +227,9 @@ def run_http_workers(
         functools.partial(worker_app, settings),
         factory=True,
         workers=workers,
+        # a worker busy opening its indexes on a loaded machine is not hung: give it time
+        # before the supervisor's ping (default 5 s) kills and restarts it
+        timeout_worker_healthcheck=30,
         **_uvicorn_options(settings.server),  # type: ignore[arg-type]
     )
     sock = bind(settings.server.host, settings.server.port)

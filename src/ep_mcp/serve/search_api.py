@@ -115,6 +115,8 @@ SEARCH_PARAMS: tuple[Param, ...] = (
           "least one of these tags, comma-separated (JSON: also a list).", _tags),
     Param("reconstruct", "reconstruct", {"type": "boolean"}, "Add exact provenance: fragment "
           "id, line range, byte offsets, original markdown, staleness.", _flag),
+    Param("include_low_confidence", "include_low_confidence", {"type": "boolean"}, "Return "
+          "the hits even below min_answerable (the pack does not seem to cover it).", _flag),
 )  # fmt: skip
 QUERY_PARAM = Param(
     "q",

@@ -73,6 +73,12 @@ SEARCH_INPUT = _schema(
             "description": "Add exact provenance: fragment id, line range, byte "
             "offsets, original markdown and a staleness check.",
         },
+        "include_low_confidence": {
+            "type": "boolean",
+            "default": False,
+            "description": "Return the hits even when the pack does not appear to cover the "
+            "question (`answerable` below the server's min_answerable).",
+        },
     },
     ("query",),
 )
@@ -87,6 +93,7 @@ _HIT = output_object(
         "heading_path": {"type": "array", "items": {"type": "string"}},
         "text": {"type": "string"},
         "score": {"type": "number"},
+        "confidence": {"type": "number"},
         "content_hash": {"type": "string"},
         "line_range": {"type": "array", "items": {"type": "integer"}},
         "graph_expanded": {"type": "boolean"},
@@ -101,6 +108,8 @@ SEARCH_OUTPUT = output_object(
         "pack": {"type": "string"},
         "mode": {"type": "string"},
         "took_ms": {"type": "number"},
+        "answerable": {"type": "number"},
+        "covered": {"type": "boolean"},
         "results": {"type": "array", "items": _HIT},
     },
     ("query", "pack", "mode", "results"),
@@ -245,6 +254,7 @@ def search_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
         tags=arg_strs(args, "tags") or (),
         reconstruct=arg_bool(args, "reconstruct"),
         vector=ctx.extras.get("vector"),  # HTTP POST /search only; not in the MCP schema
+        include_low_confidence=arg_bool(args, "include_low_confidence"),
     )
     return rt.search(request).to_dict()
 

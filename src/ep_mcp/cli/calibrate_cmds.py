@@ -1,0 +1,91 @@
+"""`ep-mcp bench calibrate`: refit the confidence model on the golden dev split."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from ep_mcp.cli.app import (
+    bench,
+    config_option,
+    emit_json,
+    fail_cleanly,
+    json_option,
+    provider_option,
+    resolve_settings,
+)
+from ep_mcp.cli.eval_cmds import work_option
+
+
+@bench.command("calibrate")
+@click.option("--golden", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option(
+    "--packs-root",
+    "roots",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Where to write the model (default: the packaged ep_mcp/data/confidence.json).",
+)
+@click.option("--plots", "plots_dir", type=click.Path(path_type=Path, file_okay=False))
+@config_option
+@provider_option
+@work_option
+@json_option
+@fail_cleanly
+def calibrate_cmd(
+    golden: Path,
+    roots: tuple[Path, ...],
+    out: Path | None,
+    plots_dir: Path | None,
+    config: Path | None,
+    provider: str | None,
+    work: Path | None,
+    as_json: bool,
+) -> None:
+    """Fit `confidence` and `answerable` on the dev split; print ECE and the operating point
+    (the `min_answerable` chosen on dev) for dev and test."""
+    from ep_mcp.eval import calibrate as cal
+    from ep_mcp.eval.golden import load_golden, load_golden_dir
+    from ep_mcp.eval.svg import reliability
+    from ep_mcp.retrieval.confidence_file import packaged_path, save_model
+
+    settings = resolve_settings(config, provider=provider)
+    assert settings.home is not None
+    sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
+    rows = cal.collect(sets, list(roots), settings, os.environ, work or settings.home / "eval")
+    dev = [r for r in rows if r.split == "dev"]
+    model = cal.fit_model(
+        dev, settings.retrieval.activation_model, note="golden dev split + borrowed negatives"
+    )
+    save_model(model, out or packaged_path())
+    chosen = cal.choose_min_answerable(dev, model)
+    report: dict[str, object] = {"min_answerable": chosen.min_answerable}
+    for split in ("dev", "test"):
+        part = [r for r in rows if r.split == split and not r.borrowed]
+        hits, answers = cal.hit_calibration(part, model), cal.answer_calibration(part, model)
+        point = cal.operating_point(part, model, chosen.min_answerable)
+        report[split] = {
+            "hit_ece": round(hits.ece, 4),
+            "answerable_ece": round(answers.ece, 4),
+            **point.to_dict(),
+        }
+        if plots_dir is not None:
+            plots_dir.mkdir(parents=True, exist_ok=True)
+            for name, c in (("hits", hits), ("answerable", answers)):
+                title = f"{name} confidence, {split} (ECE {c.ece:.3f}, n={c.n})"
+                path = plots_dir / f"confidence-{name}-{split}.svg"
+                path.write_text(reliability(title, c.bins), encoding="utf-8")
+    if as_json:
+        emit_json(report)
+        return
+    click.echo(f"model written: {out or packaged_path()}", err=True)
+    click.echo(f"min_answerable (chosen on dev): {chosen.min_answerable}")
+    for split in ("dev", "test"):
+        click.echo(f"{split}: {report[split]}")

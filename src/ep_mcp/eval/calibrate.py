@@ -1,0 +1,302 @@
+"""Fitting the confidence model on the golden dev split, and judging its calibration.
+
+``collect`` asks every golden query once (all hits kept: ``include_low_confidence``) and keeps
+each hit's features with whether it is relevant, and each answer's features with whether any hit
+answers. ``fit_model`` fits two L2-regularised logistic regressions (Newton's method, numpy) on
+the dev rows only; ``calibration`` bins probabilities for a reliability diagram and the expected
+calibration error; ``operating_points`` shows what each ``min_answerable`` would withhold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ep_mcp.config import Settings
+from ep_mcp.eval.golden import GoldenQuery, GoldenSet, find_pack, select_split, with_refusals
+from ep_mcp.eval.run import open_runtime
+from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.retrieval.confidence import (
+    HIT_FEATURES,
+    QUERY_FEATURES,
+    ConfidenceModel,
+    Logistic,
+)
+from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.runtime import with_eval_today
+
+Array = npt.NDArray[np.float64]
+BINS = 10
+HIT_DEPTH = 5
+BORROWED_WEIGHT = 0.1  # borrowed negatives weigh this share (dev-chosen: lowest dev ECE)
+
+NEUTRAL = ConfidenceModel(
+    hit=Logistic(HIT_FEATURES, (0.0,) * len(HIT_FEATURES), 0.0, (0.0,) * 10, (1.0,) * 10),
+    answerable=Logistic(QUERY_FEATURES, (0.0,) * len(QUERY_FEATURES), 0.0, (0.0,) * 6, (1.0,) * 6),
+    calibrated_for="*",
+)
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One golden query's answer as the fit sees it."""
+
+    pack: str
+    split: str
+    negative: bool
+    hits: tuple[Mapping[str, float], ...]  # features per hit (empty: the floor emptied it)
+    relevant: tuple[bool, ...]  # per hit
+    query: Mapping[str, float]  # answer features (without ``best_hit``)
+    found_at: int | None  # 1-based rank of the first relevant file among distinct files
+    borrowed: bool = False  # another pack's question (a dev negative here)
+
+    @property
+    def answered(self) -> bool:
+        return any(self.relevant)
+
+
+def collect(
+    sets: Sequence[GoldenSet],
+    roots: Sequence[Path],
+    settings: Settings,
+    env: Mapping[str, str],
+    work: Path,
+    k: int = 10,
+    cross_pack: bool = True,
+) -> list[QueryRow]:
+    """Every query of every set (dev and test), with all its hits' features; with
+    ``cross_pack`` also the other packs' dev questions as dev negatives (``_borrowed``)."""
+    settings = with_eval_today(settings, env)
+    emb = make_embedder(settings, env)
+    rows: list[QueryRow] = []
+    for golden in sets:
+        folder = find_pack(golden.pack, roots)
+        golden = select_split(with_refusals(golden, folder), "all")
+        rt = open_runtime(folder, settings, emb, work)
+        try:
+            unit = dict(rt.view.skill_of)
+            borrowed = _borrowed(sets, golden, rt.view.skill_of) if cross_pack else []
+            for q in [*golden.queries, *borrowed]:
+                request = SearchRequest(query=q.query, k=k, include_low_confidence=True)
+                result = rt.search(request, confidence=NEUTRAL)
+                wanted = {unit.get(p, p) for p in q.expected}
+                units = [unit.get(h.source_file, h.source_file) for h in result.hits]
+                ranked = list(dict.fromkeys(units))
+                found = next((i for i, u in enumerate(ranked, 1) if u in wanted), None)
+                judged = result.assessment
+                feats = tuple(judged.hit_features) if judged is not None else ()
+                query = dict(judged.query_features) if judged is not None else {}
+                rows.append(
+                    QueryRow(
+                        golden.pack,
+                        q.split,
+                        q.negative,
+                        feats,
+                        tuple(u in wanted for u in units[: len(feats)]),
+                        query,
+                        found,
+                        q.category == "borrowed",
+                    )
+                )
+        finally:
+            rt.close()
+    return rows
+
+
+def _borrowed(
+    sets: Sequence[GoldenSet], golden: GoldenSet, skill_of: Mapping[str, str]
+) -> list[GoldenQuery]:
+    """Other packs' answerable dev questions, asked of this pack: out of its scope, so dev
+    negatives. Skill repositories lend nothing to each other (their topics overlap)."""
+    out = []
+    for other in sets:
+        if other.pack == golden.pack or (skill_of and _is_skills(other)):
+            continue
+        out += [
+            replace(q, id=f"{other.pack}:{q.id}", category="borrowed", expected=(), must_not=())
+            for q in other.queries
+            if q.split == "dev" and not q.negative
+        ]
+    return out
+
+
+def _is_skills(golden: GoldenSet) -> bool:
+    return any(p.endswith("SKILL.md") for q in golden.queries for p in q.expected)
+
+
+def fit_logistic(
+    x: Array, y: Array, l2: float = 1.0, weight: Array | None = None, steps: int = 50
+) -> tuple[Array, float]:
+    """Weights and bias minimising weighted log loss + ``l2``/2 |w|² (bias free), by Newton."""
+    n, d = x.shape
+    sw = np.ones(n) if weight is None else weight
+    xb = np.hstack([x, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    reg = np.full(d + 1, l2)
+    reg[-1] = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(xb @ w)))
+        grad = xb.T @ (sw * (p - y)) + reg * w
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(d + 1)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def _fit(
+    names: Sequence[str],
+    rows: Sequence[Mapping[str, float]],
+    y: Array,
+    l2: float,
+    weight: Array | None = None,
+) -> Logistic:
+    x = np.array([[r.get(n, 0.0) for n in names] for r in rows], dtype=np.float64)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    w, b = fit_logistic((x - mean) / scale, y, l2, weight)
+    return Logistic(
+        tuple(names), tuple(map(float, w)), b, tuple(map(float, mean)), tuple(map(float, scale))
+    )
+
+
+def hit_pairs(rows: Sequence[QueryRow]) -> tuple[list[Mapping[str, float]], Array]:
+    feats = [f for r in rows for f in r.hits]
+    labels = np.array([float(v) for r in rows for v in r.relevant])
+    return feats, labels
+
+
+def answer_rows(rows: Sequence[QueryRow], model: Logistic) -> tuple[list[dict[str, float]], Array]:
+    """Answer features with ``best_hit`` from ``model`` (answers the floor emptied left out)."""
+    kept = [r for r in rows if r.hits]
+    feats = [{**r.query, "best_hit": max(model.logit(h) for h in r.hits)} for r in kept]
+    return feats, np.array([float(r.answered) for r in kept])
+
+
+def fit_model(
+    dev: Sequence[QueryRow],
+    calibrated_for: str,
+    l2: float = 1.0,
+    note: str = "",
+    borrowed_weight: float = BORROWED_WEIGHT,
+) -> ConfidenceModel:
+    """The hit model on the golden dev answers; the answer model also on the borrowed
+    negatives, weighted down to ``borrowed_weight`` of the golden dev queries in all."""
+    own = [r for r in dev if not r.borrowed]
+    feats, labels = hit_pairs(own)
+    hit = _fit(HIT_FEATURES, feats, labels, l2)
+    kept = [r for r in dev if r.hits]
+    qfeats, qlabels = answer_rows(kept, hit)
+    lent = sum(1 for r in kept if r.borrowed)
+    share = borrowed_weight * (len(kept) - lent) / max(lent, 1)
+    weight = np.array([share if r.borrowed else 1.0 for r in kept])
+    answerable = _fit(QUERY_FEATURES, qfeats, qlabels, l2, weight)
+    return ConfidenceModel(hit, answerable, calibrated_for, note)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    bins: tuple[tuple[float, float, int], ...]  # (mean predicted, observed rate, count)
+    ece: float
+    n: int
+
+
+def calibration(probs: Sequence[float], labels: Sequence[float], bins: int = BINS) -> Calibration:
+    """Equal-width bins over [0, 1]; ECE = Σ (n_b / n) |mean p_b - rate_b|."""
+    p, y = np.asarray(probs, dtype=np.float64), np.asarray(labels, dtype=np.float64)
+    which = np.minimum((p * bins).astype(int), bins - 1)
+    out, ece = [], 0.0
+    for b in range(bins):
+        mask = which == b
+        count = int(mask.sum())
+        if not count:
+            continue
+        mp, rate = float(p[mask].mean()), float(y[mask].mean())
+        out.append((mp, rate, count))
+        ece += count / len(p) * abs(mp - rate)
+    return Calibration(tuple(out), ece, len(p))
+
+
+def hit_calibration(rows: Sequence[QueryRow], model: ConfidenceModel) -> Calibration:
+    feats, labels = hit_pairs(rows)
+    return calibration([model.hit.probability(f) for f in feats], list(labels))
+
+
+def answerable_of(row: QueryRow, model: ConfidenceModel) -> float:
+    if not row.hits:
+        return 0.0
+    best = max(model.hit.logit(h) for h in row.hits)
+    return model.answerable.probability({**row.query, "best_hit": best})
+
+
+def answer_calibration(rows: Sequence[QueryRow], model: ConfidenceModel) -> Calibration:
+    return calibration([answerable_of(r, model) for r in rows], [float(r.answered) for r in rows])
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    min_answerable: float
+    negatives: int
+    not_covered: int  # negatives answered with nothing
+    answerable: int
+    withheld: int  # answerable queries answered with nothing
+    hit_at_5: float  # over answerable queries, withheld ones counting as misses
+
+    def to_dict(self) -> dict[str, float | str]:
+        return {
+            "min_answerable": self.min_answerable,
+            "negatives_not_covered": f"{self.not_covered}/{self.negatives}",
+            "not_covered_rate": round(self.not_covered / max(self.negatives, 1), 4),
+            "answerable_withheld": f"{self.withheld}/{self.answerable}",
+            "withheld_rate": round(self.withheld / max(self.answerable, 1), 4),
+            "hit@5": round(self.hit_at_5, 4),
+        }
+
+
+def operating_point(
+    rows: Sequence[QueryRow], model: ConfidenceModel, floor: float
+) -> OperatingPoint:
+    neg = [r for r in rows if r.negative]
+    pos = [r for r in rows if not r.negative]
+
+    def empty(r: QueryRow) -> bool:
+        return not r.hits or answerable_of(r, model) < floor
+
+    hit5 = sum(
+        1 for r in pos if not empty(r) and r.found_at is not None and r.found_at <= HIT_DEPTH
+    )
+    return OperatingPoint(
+        floor,
+        len(neg),
+        sum(1 for r in neg if empty(r)),
+        len(pos),
+        sum(1 for r in pos if empty(r)),
+        hit5 / max(len(pos), 1),
+    )
+
+
+def choose_min_answerable(
+    dev: Sequence[QueryRow],
+    model: ConfidenceModel,
+    max_withheld: float = 0.05,
+    min_hit5: float = 0.95,
+) -> OperatingPoint:
+    """The floor catching the most dev negatives while withholding ≤ ``max_withheld`` of the
+    answerable ones (and hit@5 ≥ ``min_hit5`` when reachable); ties: the lowest floor."""
+    base = operating_point(dev, model, 0.0)
+    best = base
+    for step in range(1, 100):
+        point = operating_point(dev, model, step / 100)
+        if point.withheld / max(point.answerable, 1) > max_withheld:
+            continue
+        if base.hit_at_5 >= min_hit5 > point.hit_at_5:
+            continue
+        if point.not_covered > best.not_covered:
+            best = point
+    return best
