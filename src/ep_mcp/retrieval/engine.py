@@ -130,6 +130,7 @@ def search(
         took_ms=(time.perf_counter() - started) * 1000,
         notes=tuple(notes),
         explain=run.trace.export(final),
+        activation=_activation(evidence, settings),
     )
 
 
@@ -191,6 +192,11 @@ def _evidence(run: _Run) -> th.Evidence:
         [rows[cid].chunk.text for cid, _ in legs.lexical[:EVIDENCE_LEXICAL_TOP] if cid in rows],
         [s for _, s in legs.dense],
     )
+
+
+def _activation(evidence: th.Evidence, settings: RetrievalSettings) -> float:
+    act = th.activation(evidence, settings.coverage_weight)
+    return evidence.coverage if act is None else act
 
 
 def _pending_note(run: _Run) -> list[str]:

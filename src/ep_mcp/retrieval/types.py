@@ -57,6 +57,9 @@ class SearchResult:
     took_ms: float = 0.0
     notes: tuple[str, ...] = ()
     explain: tuple[dict[str, Any], ...] = ()
+    # how strongly the pack answers: best cosine + coverage weight x term coverage (lexical
+    # mode: the coverage); one scale across packs served with one model (``retrieval.merge``)
+    activation: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
