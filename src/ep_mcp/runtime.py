@@ -31,6 +31,7 @@ from ep_mcp.retrieval.confidence import ConfidenceModel
 from ep_mcp.retrieval.confidence_file import packaged_model
 from ep_mcp.retrieval.engine import SearchOptions
 from ep_mcp.retrieval.legs import LegChoice
+from ep_mcp.retrieval.merge import MergedResult, ScoreRule, merge_results
 from ep_mcp.retrieval.rerank import Reranker, make_reranker
 from ep_mcp.retrieval.source import LegExecutors, QueryEmbedding, Uncached
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
@@ -286,6 +287,24 @@ class Library:
 
     def slugs(self) -> list[str]:
         return sorted(self.runtimes)
+
+    def search_all(self, request: SearchRequest, rule: ScoreRule | None = None) -> MergedResult:
+        """Every pack of this library searched (overlapping on the runtimes' pack threads) and
+        merged into one ranking (``retrieval.merge``); each hit names its pack."""
+        import time
+
+        started = time.perf_counter()
+        runtimes = list(self)
+        cache = query_embedding(self.embedder)
+        if request.vector is None and cache is not None and not is_bounded(self.embedder):
+            cache.embed_query(request.query)  # once, cached for every pack
+        pool = runtimes[0].executors.packs if runtimes and runtimes[0].executors else None
+        if pool is None or len(runtimes) < 2:
+            results = [rt.search(request) for rt in runtimes]
+        else:
+            results = list(pool.map(lambda rt: rt.search(request), runtimes))
+        took = (time.perf_counter() - started) * 1000
+        return merge_results(request.query, results, request.k, rule, took)
 
     def __iter__(self) -> Iterator[PackRuntime]:
         return iter(self.runtimes[s] for s in self.slugs())

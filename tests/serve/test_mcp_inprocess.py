@@ -73,7 +73,7 @@ def test_unknown_or_missing_pack_is_an_error_naming_the_available_ones(open_ctx:
         async with Client(server) as c:
             r = await c.call_tool("ep_search", {"query": "x", "pack": "nope"})
             assert r.is_error and "alpha, beta" in r.content[0].text  # type: ignore[union-attr]
-            r = await c.call_tool("ep_search", {"query": "x"})
+            r = await c.call_tool("ep_list_topics", {})
             assert r.is_error and "name one with `pack`" in r.content[0].text  # type: ignore[union-attr]
             r = await c.call_tool("ep_search", {"query": "x", "max_results": 99, "pack": "beta"})
             assert r.is_error and "max_results" in r.content[0].text  # type: ignore[union-attr]

@@ -81,6 +81,12 @@ def _settings(config: Path | None, provider: str | None) -> tuple[Settings, Path
     type=click.Path(path_type=Path, file_okay=False),
     help="Write the plots as standalone .svg files into this folder.",
 )
+@click.option(
+    "--merged",
+    is_flag=True,
+    help="Ask every query of all the sets' packs at once (a multi-pack server's merged "
+    "search) and compare with each pack alone: hit@1/3/5, MRR, negatives.",
+)
 @click.option("--label", default="", help="A note stored with the report (e.g. the change).")
 @click.option(
     "--save/--no-save",
@@ -102,6 +108,7 @@ def eval_cmd(
     html_path: Path | None,
     baseline: Path | None,
     plots_dir: Path | None,
+    merged: bool,
     label: str,
     save: bool,
     config: Path | None,
@@ -119,6 +126,9 @@ def eval_cmd(
     from ep_mcp.eval.run import evaluate_golden
 
     settings, home = _settings(config, provider)
+    if merged:
+        _eval_merged(golden, roots, split, k, settings, work or home / "eval", as_json)
+        return
     before = load_report(baseline) if baseline is not None else None
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
     reports = evaluate_golden(
@@ -150,6 +160,27 @@ def eval_cmd(
                 f"{miss['query']!r} → {', '.join(miss['got'][:3]) or 'nothing'}",
                 err=True,
             )
+
+
+def _eval_merged(
+    golden: Path,
+    roots: tuple[Path, ...],
+    split: str,
+    k: int,
+    settings: Settings,
+    work: Path,
+    as_json: bool,
+) -> None:
+    from ep_mcp.eval.golden import load_golden, load_golden_dir
+    from ep_mcp.eval.merged import evaluate_merged, render_merged
+
+    sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
+    reports = evaluate_merged(sets, list(roots), settings, os.environ, work, k=k, split=split)
+    served = reports["served"]
+    if as_json:
+        emit_json([r.to_dict() for r in served])
+        return
+    click.echo(render_merged(served))
 
 
 @bench.command("beir")

@@ -142,6 +142,7 @@ def search(
         answerable=judged.answerable if judged is not None else None,
         covered=covered,
         assessment=judged,
+        activation=_activation(evidence, settings),
     )
 
 
@@ -201,6 +202,11 @@ def _evidence(run: _Run) -> th.Evidence:
         [rows[cid].chunk.text for cid, _ in legs.lexical[:EVIDENCE_LEXICAL_TOP] if cid in rows],
         [s for _, s in legs.dense],
     )
+
+
+def _activation(evidence: th.Evidence, settings: RetrievalSettings) -> float:
+    act = th.activation(evidence, settings.coverage_weight)
+    return evidence.coverage if act is None else act
 
 
 def _pending_note(run: _Run) -> list[str]:

@@ -112,6 +112,7 @@ class LegExecutors:
 
     lexical: Executor  # the lexical leg while the query is embedded
     embedding: Executor  # an outside service's query embedding, waited for until a deadline
+    packs: Executor | None = None  # one search per pack of a merged search (``Library``)
 
     @classmethod
     def start(cls) -> LegExecutors:
@@ -119,9 +120,12 @@ class LegExecutors:
         return cls(
             lexical=ThreadPoolExecutor(max_workers=4, thread_name_prefix="ep-lexical"),
             embedding=ThreadPoolExecutor(max_workers=8, thread_name_prefix="ep-embed"),
+            packs=ThreadPoolExecutor(max_workers=8, thread_name_prefix="ep-packs"),
         )
 
     def close(self) -> None:
         """Stop the threads without waiting: an embedding call may hang until its HTTP timeout."""
         self.lexical.shutdown(wait=False, cancel_futures=True)
         self.embedding.shutdown(wait=False, cancel_futures=True)
+        if self.packs is not None:
+            self.packs.shutdown(wait=False, cancel_futures=True)

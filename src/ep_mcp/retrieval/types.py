@@ -64,6 +64,9 @@ class SearchResult:
     answerable: float | None = None  # estimated probability that some hit answers the query
     covered: bool = True  # False: withheld below min_answerable ("not covered")
     assessment: Any = None  # retrieval.confidence.Assessment: the features (fitting, explain)
+    # how strongly the pack answers: best cosine + coverage weight x term coverage (lexical
+    # mode: the coverage); one scale across packs served with one model (``retrieval.merge``)
+    activation: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {

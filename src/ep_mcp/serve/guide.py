@@ -46,7 +46,10 @@ def instructions(packs: Sequence[Pack]) -> str:
     if len(packs) == 1:
         pack = packs[0]
         return "\n\n".join([_own(pack), CONSUME_LOOP, _boundary(pack)])
-    lines = ["This server serves several packs; pass `pack` (a slug) to every tool."]
+    lines = [
+        "This server serves several packs; pass `pack` (a slug) to every tool — ep_search "
+        "without it searches them all, each hit naming its pack."
+    ]
     lines += [f"- {p.slug}: {_own(p)}" for p in packs]
     return (
         "\n".join(lines) + "\n\n" + CONSUME_LOOP + "\n\n" + "\n".join(_boundary(p) for p in packs)

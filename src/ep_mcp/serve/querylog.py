@@ -28,7 +28,7 @@ class QueryLog:
         record = {
             "ts": round(time.time(), 3),
             "via": via,
-            "pack": result.get("pack"),
+            "pack": result.get("pack", result.get("packs")),
             "query": result.get("query"),
             "n": args.get("max_results", args.get("n")),
             "type": args.get("type"),

@@ -107,8 +107,9 @@ def _tool_property(name: str) -> dict[str, Any]:
 
 SEARCH_PARAMS: tuple[Param, ...] = (
     Param("n", "max_results", _tool_property("max_results"), "How many hits (1-50).", _int),
-    Param("pack", "pack", _tool_property("pack"), "Slug of the pack to search; required "
-          "when several packs are served (GET /packs lists them).", _string),
+    Param("pack", "pack", _tool_property("pack"), "Slug of the pack to search; without it "
+          "every pack your key opens is searched and merged into one ranking, each hit naming "
+          "its `pack` (GET /packs lists them).", _string),
     Param("type", "type", _tool_property("type"), "Only hits whose frontmatter type is this.",
           _string),
     Param("tags", "tags", {"type": "string", "maxLength": 10000}, "Only hits carrying at "
@@ -177,16 +178,16 @@ async def _body(request: Request) -> dict[str, Any]:
 
 
 def _check_dimension(lib: Library, slug: str | None, vector: tuple[float, ...]) -> None:
-    rt = lib.get(slug)
-    dim = rt.store.features().get("dimension") or (
-        rt.embedder.dimension if rt.embedder is not None else None
-    )
-    if not dim or not rt.store.has_vectors():
-        raise BadRequest(422, f"pack '{rt.slug}' has no vectors — search it with `q` only")
-    if len(vector) != int(dim):
-        raise BadRequest(
-            422, f"`vector` has {len(vector)} dimensions, pack '{rt.slug}' expects {dim}"
+    for rt in [lib.get(slug)] if slug is not None or len(lib.runtimes) < 2 else list(lib):
+        dim = rt.store.features().get("dimension") or (
+            rt.embedder.dimension if rt.embedder is not None else None
         )
+        if not dim or not rt.store.has_vectors():
+            raise BadRequest(422, f"pack '{rt.slug}' has no vectors — search it with `q` only")
+        if len(vector) != int(dim):
+            raise BadRequest(
+                422, f"`vector` has {len(vector)} dimensions, pack '{rt.slug}' expects {dim}"
+            )
 
 
 def _run(
@@ -225,9 +226,8 @@ async def search_endpoint(
             raise BadRequest(
                 404, f"pack '{wanted[:100]}' not found — packs you can search: {visible}"
             )
-        if wanted is None and len(served) > 1:
-            raise BadRequest(400, f"several packs are served — pass `pack`: {visible}")
-        target = wanted or (served[0] if served else None)
+        # no pack: one served pack, or every pack the key opens (auth decides which; merged)
+        target = wanted or (served[0] if len(served) == 1 else None)
         decision = auth.decide(ring, served, target, credential)
         if decision.status != 200:
             hdrs = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
@@ -244,9 +244,10 @@ async def search_endpoint(
         serve.query_log.write("http", result, args, took)
     logger.debug(
         "search %s: %.1f ms (engine %.1f ms)",
-        result.get("pack"),
+        result.get("pack", result.get("packs")),
         took * 1000,
         result.get("took_ms", 0.0),
     )
-    headers = {"Cache-Control": "private, no-store"} if target in ring.keyed else None
+    keyed = target in ring.keyed if target else bool(decision.allowed & ring.keyed)
+    headers = {"Cache-Control": "private, no-store"} if keyed else None
     return JSONResponse(result, headers=headers)

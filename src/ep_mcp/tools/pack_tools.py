@@ -34,7 +34,7 @@ PACK_PROPERTY: dict[str, object] = {
     "minLength": 1,
     "maxLength": 200,
     "description": "Slug of the pack to use. Required only when several packs are served "
-    "(see ep://{slug}/manifest or GET /packs).",
+    "(see ep://{slug}/manifest or GET /packs); ep_search without it searches them all.",
 }
 
 _PATH = {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS}
@@ -98,6 +98,8 @@ _HIT = output_object(
         "line_range": {"type": "array", "items": {"type": "integer"}},
         "graph_expanded": {"type": "boolean"},
         "requires_expanded": {"type": "boolean"},
+        "pack": {"type": "string"},
+        "pack_score": {"type": "number"},
     },
     ("id", "source_file", "text", "score"),
 )
@@ -106,13 +108,14 @@ SEARCH_OUTPUT = output_object(
     {
         "query": {"type": "string"},
         "pack": {"type": "string"},
+        "packs": {"type": "array", "items": {"type": "string"}},
         "mode": {"type": "string"},
         "took_ms": {"type": "number"},
         "answerable": {"type": "number"},
         "covered": {"type": "boolean"},
         "results": {"type": "array", "items": _HIT},
     },
-    ("query", "pack", "mode", "results"),
+    ("query", "mode", "results"),
 )
 
 READ_INPUT = _schema(
@@ -243,7 +246,6 @@ def _runtime(ctx: ToolContext, args: Arguments) -> PackRuntime:
 
 
 def search_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
-    rt = _runtime(ctx, args)
     query = arg_str(args, "query")
     if not query.strip():
         raise QueryError("ep_search: query is blank — pass some words to search for")
@@ -256,7 +258,9 @@ def search_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
         vector=ctx.extras.get("vector"),  # HTTP POST /search only; not in the MCP schema
         include_low_confidence=arg_bool(args, "include_low_confidence"),
     )
-    return rt.search(request).to_dict()
+    if "pack" not in args and len(ctx.library.runtimes) > 1:  # every pack the caller sees
+        return ctx.library.search_all(request).to_dict()
+    return _runtime(ctx, args).search(request).to_dict()
 
 
 def read_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
@@ -307,7 +311,9 @@ register(
             "Hybrid (keyword + semantic) search over the pack's markdown atoms. Returns the best "
             "sections with their file, heading path, score and text. Then read the whole atom "
             "behind a hit with ep_read, follow its `requires`, and stop when you can answer. "
-            "An empty result means the pack does not cover the question: say so, do not guess."
+            "An empty result means the pack does not cover the question: say so, do not guess. "
+            "With several packs served, leave out `pack` to search them all: one ranking, "
+            "each hit naming its `pack`."
         ),
         input_schema=SEARCH_INPUT,
         output_schema=SEARCH_OUTPUT,
