@@ -68,7 +68,7 @@ def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except EpMcpError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {exc.for_cli()}", err=True)
             sys.exit(1)
 
     return wrapper
@@ -113,7 +113,7 @@ def _register() -> None:
     """Import the command modules; each attaches its commands to `main` or `bench`."""
     import importlib
 
-    for module in ("pack_cmds", "eval_cmds", "serve_cmds", "skills_cmds", "config_cmds"):
+    for module in ("pack_cmds", "read_cmds", "eval_cmds", "serve_cmds", "skills_cmds", "config_cmds"):
         try:
             importlib.import_module(f"ep_mcp.cli.{module}")
         except ModuleNotFoundError as exc:
