@@ -86,7 +86,8 @@ config_option = click.option(
 )
 provider_option = click.option(
     "--provider",
-    help="Embedding provider: local (default), none, openai, azure-openai, gemini, voyage.",
+    help="Embedding provider: local (default), none, hashing (tests), openai, azure-openai, "
+    "gemini, voyage.",
 )
 index_dir_option = click.option(
     "--index-dir",
