@@ -114,7 +114,14 @@ def _register() -> None:
     """Import the command modules; each attaches its commands to `main` or `bench`."""
     import importlib
 
-    for module in ("pack_cmds", "read_cmds", "eval_cmds", "serve_cmds", "skills_cmds", "config_cmds"):
+    for module in (
+        "pack_cmds",
+        "read_cmds",
+        "eval_cmds",
+        "serve_cmds",
+        "skills_cmds",
+        "config_cmds",
+    ):
         try:
             importlib.import_module(f"ep_mcp.cli.{module}")
         except ModuleNotFoundError as exc:

@@ -33,7 +33,9 @@ def load_one(pack: Path, config: Path | None) -> Pack:
 @main.command("read")
 @pack_argument
 @click.argument("path", required=False)
-@click.option("--id", "doc_id", help="A frontmatter id (or a fragment id from search) instead of PATH.")
+@click.option(
+    "--id", "doc_id", help="A frontmatter id (or a fragment id from search) instead of PATH."
+)
 @click.option("--section", help="Only this section: a heading or a heading path 'A > B'.")
 @click.option("--neighbors", is_flag=True, help="With --section: the sections around it too.")
 @click.option("--reconstruct", is_flag=True, help="With --json: byte offsets and span hashes.")
@@ -133,7 +135,7 @@ def render_topics(topics: Topics) -> str:
 @click.option("--depth", type=click.IntRange(1, 3), default=1, show_default=True,
               help="Hops to follow, in both directions.")  # fmt: skip
 @click.option("--edge-kind", "edge_kinds", multiple=True,
-              help="Only edges of this kind (repeatable), e.g. wikilink, related, requires.")  # fmt: skip
+              help="Only edges of this kind (repeatable): wikilink, related, ...")  # fmt: skip
 @config_option
 @json_option
 @fail_cleanly
