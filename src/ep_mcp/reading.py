@@ -6,15 +6,16 @@ the pack reader listed, so nothing outside the pack can ever be named. The tools
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ep_mcp.errors import NotFoundError, QueryError
+from ep_mcp.errors import LIST_FILES, LIST_TOPICS, NotFoundError, QueryError
 from ep_mcp.index.chunker import Heading, find_headings
-from ep_mcp.packs.fragments import anchors, fragment_id, holds_span
+from ep_mcp.packs.fragments import TOP, anchors, fragment_id, holds_span, split_fragment_id
 from ep_mcp.packs.models import Document, Pack
 from ep_mcp.packs.references import resolve_reference
 from ep_mcp.reading_results import (
@@ -57,10 +58,19 @@ def find_document(pack: Pack, path: str | None = None, doc_id: str | None = None
     if doc is None:
         kind = "file" if path is not None else "id"
         raise NotFoundError(
-            f"{kind} {_short(wanted)!r} is not in pack '{pack.slug}' — "
-            "list its files with ep_list_topics or find one with ep_search"
+            f"{kind} {_short(wanted)!r} is not in pack '{pack.slug}'", next_step=LIST_FILES
         )
     return doc
+
+
+def fragment_target(wanted: str) -> tuple[str, str | None] | None:
+    """A fragment id from search (``<id or path>#<anchor>:<sha12>``) as the id or path it
+    names and its section (None: the whole file); None when ``wanted`` is not one."""
+    fragment = split_fragment_id(wanted)
+    if fragment is None:
+        return None
+    ref, anchor, digest = fragment
+    return ref, None if anchor == TOP else f"{anchor}:{digest}" if digest else anchor
 
 
 def _short(text: str, limit: int = 120) -> str:
@@ -206,14 +216,35 @@ def list_topics(pack: Pack, doc_type: str | None = None) -> Topics:
     return Topics(pack.slug, pack.name, pack.kind, topics)
 
 
+def filter_warnings(
+    pack: Pack, doc_type: str | None = None, tags: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """Why a search filter cannot match: a type or tag no file of the pack has, with the
+    nearest known values and the full list (a typo otherwise returns nothing, silently)."""
+    warnings = []
+    types = sorted({d.type for d in pack.documents if d.type})
+    if doc_type is not None and doc_type not in types:
+        warnings.append(_unknown("type", doc_type, types, pack.slug))
+    known = sorted({t for d in pack.documents for t in d.tags})
+    warnings.extend(_unknown("tag", t, known, pack.slug) for t in tags if t not in known)
+    return tuple(warnings)
+
+
+def _unknown(what: str, value: str, known: Sequence[str], slug: str) -> str:
+    close = difflib.get_close_matches(value, known, n=3)
+    guess = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    shown = ", ".join(known[:30]) + (f" … ({len(known)} in all)" if len(known) > 30 else "")
+    return f"no file of pack '{slug}' has {what} {value!r} — {guess}{what}s: {shown or 'none'}"
+
+
 def _resolve_start(pack: Pack, start: str) -> str:
     if pack.document(start) is not None:
         return start
     resolved = resolve_reference(pack, "", start) if "\x00" not in start else None
     if resolved is None:
         raise NotFoundError(
-            f"{_short(start)!r} is neither a file nor a node id of pack '{pack.slug}' — "
-            "list files with ep_list_topics"
+            f"{_short(start)!r} is neither a file nor a node id of pack '{pack.slug}'",
+            next_step=LIST_TOPICS,
         )
     return resolved
 

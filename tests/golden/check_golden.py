@@ -6,6 +6,7 @@ Usage: .venv/bin/python tests/golden/check_golden.py [PACKS_ROOT] [SKILLS_ROOT]
 """
 
 import collections
+import os
 import pathlib
 import re
 import sys
@@ -15,7 +16,9 @@ import yaml
 from ep_mcp.eval.golden import load_golden, load_refusals, stratified_split
 
 HERE = pathlib.Path(__file__).resolve().parent
-SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared"
+SHARED = pathlib.Path(
+    os.environ.get("EP_MCP_SHARED") or pathlib.Path(__file__).resolve().parents[3] / "shared"
+)
 PACKS = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else SHARED / "packs"
 SKILLS = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else SHARED / "skills"
 CATS = {"keyword", "natural", "paraphrase", "multi-file", "negative"}

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import PACKS, SHARED_ENV, SKILLS
 from ep_mcp.config import Settings
 from ep_mcp.eval.golden import load_golden, parse_minimums, render_table, shortfalls
 from ep_mcp.eval.run import evaluate_golden
 
 HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("EP_MCP_SHARED", HERE.parents[2] / "shared"))
-PACKS, SKILLS = SHARED / "packs", SHARED / "skills"
+
 SETS = sorted(HERE.glob("*.yaml"))
 DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
 # Test-split floors: measured on 2026-06-01 data (docs/BENCHMARKS.md) minus a small margin.
@@ -56,7 +56,10 @@ def test_golden_set_meets_the_minimums(golden_file: Path, split: str, work: Path
     golden = load_golden(golden_file)
     roots = [root for root in (PACKS, SKILLS) if (root / golden.pack).is_dir()]
     if not roots:
-        pytest.skip(f"pack {golden.pack} is not present under {PACKS} or {SKILLS}")
+        pytest.skip(
+            f"pack {golden.pack} is not present under {PACKS} or {SKILLS} — set {SHARED_ENV} "
+            "to the shared folder, or put it at ../shared beside the repository"
+        )
     (report,) = evaluate_golden([golden], roots, Settings(), os.environ, work, split=split)
     print(render_table([report]))
     assert not shortfalls(report, minimums(golden.pack, split))

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_path
 from ep_mcp.config import Settings, SkillsSettings
 from ep_mcp.hub.git import Git
 from ep_mcp.hub.hub import SkillHub
 from ep_mcp.index.embed import HashingEmbedder
 
-from .helpers import SKILLS, SMALL_REPO, write_tree
+from .helpers import SMALL_REPO, write_tree
 
 
 @pytest.fixture
@@ -41,9 +42,7 @@ def make_repo(tmp_path: Path) -> Callable[..., Path]:
 
 @pytest.fixture
 def obra_repo(make_repo: Callable[..., Path]) -> Path:
-    src = SKILLS / "obra-superpowers"
-    if not src.is_dir():
-        pytest.skip("shared skills not present")
+    src = shared_path("skills", "obra-superpowers")
     return make_repo(owner="obra", repo="superpowers", copy_from=src)
 
 

@@ -8,9 +8,6 @@ from pathlib import Path
 
 from ep_mcp.hub.git import Git
 
-_DEFAULT_SHARED = Path(__file__).resolve().parents[3] / "shared"
-SKILLS = Path(os.environ.get("EP_MCP_SHARED", _DEFAULT_SHARED)) / "skills"
-
 
 def skill_md(name: str, description: str, body: str = "") -> str:
     return f"---\nname: {name}\ndescription: {description}\n---\n# {name}\n\n{body}\n"

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import shared_path
 from ep_mcp.cli import main
 from ep_mcp.config import PackSettings, Settings, default_home
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.runtime import open_library
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 TARGETS = [
     ("packs", "blender-3d"),
     ("packs", "solar-diy"),
@@ -28,9 +28,7 @@ TARGETS = [
 def test_a_shared_folder_indexes_into_the_user_data_dir_with_clean_hits(
     group: str, name: str
 ) -> None:
-    root = SHARED / group / name
-    if not root.is_dir():
-        pytest.skip(f"{root} is not available")
+    root = shared_path(group, name)
     result = CliRunner().invoke(main, ["index", str(root), "--provider", "hashing", "--json"])
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)

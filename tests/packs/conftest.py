@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).parents[2].parent / "shared"
+from conftest import shared_path as shared  # the one helper for ../shared (EP_MCP_SHARED)
+
+__all__ = ["Writer", "shared"]
 
 Writer = Callable[..., Path]
 
@@ -26,10 +28,3 @@ def write(tmp_path: Path) -> Writer:
         return root
 
     return _write
-
-
-def shared(*parts: str) -> Path:
-    path = SHARED.joinpath(*parts)
-    if not path.is_dir():
-        pytest.skip(f"{path} is not available")
-    return path

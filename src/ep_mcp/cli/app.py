@@ -68,7 +68,7 @@ def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except EpMcpError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {exc.for_cli()}", err=True)
             sys.exit(1)
 
     return wrapper
@@ -86,7 +86,8 @@ config_option = click.option(
 )
 provider_option = click.option(
     "--provider",
-    help="Embedding provider: local (default), none, openai, azure-openai, gemini, voyage.",
+    help="Embedding provider: local (default), none, hashing (tests), openai, azure-openai, "
+    "gemini, voyage.",
 )
 index_dir_option = click.option(
     "--index-dir",
@@ -115,6 +116,7 @@ def _register() -> None:
 
     modules = (
         "pack_cmds",
+        "read_cmds",
         "eval_cmds",
         "serve_cmds",
         "skills_cmds",

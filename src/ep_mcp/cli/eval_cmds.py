@@ -40,7 +40,8 @@ def _settings(config: Path | None, provider: str | None) -> tuple[Settings, Path
     "golden",
     required=True,
     type=click.Path(path_type=Path, exists=True),
-    help="A golden-set YAML file or a folder of them (SPEC §10).",
+    help="A golden-set YAML file (pack:, queries: id, query, expected paths) or a folder of "
+    "them; the format is in tests/golden/README.md of the source repository.",
 )
 @click.option(
     "--packs-root",

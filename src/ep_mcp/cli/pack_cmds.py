@@ -1,4 +1,4 @@
-"""Commands over one pack: index, search, read, validate; and doctor."""
+"""Commands over one pack: index, search, validate; and doctor (reading: read_cmds)."""
 
 from __future__ import annotations
 
@@ -31,10 +31,14 @@ if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no 
     from ep_mcp.retrieval.types import SearchResult
     from ep_mcp.runtime import Library, PackRuntime
 
+EMPTY_PACK = (
+    "the pack has no markdown files — add .md files to the folder (hidden files and folders "
+    "are skipped), or pass the folder that holds them"
+)
 pack_argument = click.argument("pack", type=click.Path(path_type=Path, file_okay=False))
 
 
-def _settings(
+def pack_settings(
     pack: Path, provider: str | None, index_dir: Path | None, config: Path | None = None
 ) -> Settings:
     """Settings for one pack: the config file's (embedding, retrieval, index, home) when given,
@@ -60,7 +64,7 @@ def _open_one(
 ) -> tuple[Library, PackRuntime]:
     from ep_mcp.runtime import open_library
 
-    settings = _settings(pack, provider, index_dir, config)
+    settings = pack_settings(pack, provider, index_dir, config)
     assert settings.home is not None
     lib = open_library(settings, os.environ, settings.home, build=build)
     return lib, lib.get()
@@ -118,7 +122,7 @@ def index_cmd(
     if pack is None:
         raise click.UsageError("missing argument PACK (or use --check DIR)")
     started = time.perf_counter()
-    settings = _settings(pack, provider, index_dir, config)
+    settings = pack_settings(pack, provider, index_dir, config)
     if out is not None:
         artifact_cmds.publish_artifact(settings, out, keep, force, as_json)
         return
@@ -173,6 +177,8 @@ def _print_index(
         )
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
+    if not report["files"]:
+        click.echo(f"warning: {EMPTY_PACK}", err=True)
     if report.get("pending"):  # exit 0 all the same: the lexical index is written and usable
         click.echo(
             f"warning: the embedding provider failed ({report.get('embedding_error')}) — "
@@ -252,6 +258,10 @@ def search_cmd(
             lib.close()
             lib, rt = _open_one(pack, provider, index_dir, config=config)
             result = rt.search(request)
+        from ep_mcp.reading import filter_warnings
+
+        for warning in filter_warnings(rt.pack, type_, tag_list):
+            click.echo(f"warning: {warning}", err=True)
         if as_json:
             emit_json(result.to_dict())
         else:
@@ -262,19 +272,6 @@ def search_cmd(
                 from ep_mcp.retrieval.explain import render_explain
 
                 click.echo(render_explain(result.explain))
-    finally:
-        lib.close()
-
-
-@main.command("read")
-@pack_argument
-@click.argument("path")
-@fail_cleanly
-def read_cmd(pack: Path, path: str) -> None:
-    """Print the file PATH of PACK exactly as it is (frontmatter included)."""
-    lib, rt = _open_one(pack, None, None, build=False)
-    try:
-        click.echo(rt.read_raw(path), nl=False)
     finally:
         lib.close()
 
@@ -304,6 +301,8 @@ def validate_cmd(pack: Path, as_json: bool) -> None:
     else:
         for p in problems:
             click.echo(str(p))
+        if not loaded.documents:
+            click.echo(f"warning: {EMPTY_PACK}", err=True)
         click.echo(
             f"{loaded.slug} ({loaded.kind}): {len(loaded.documents)} files, "
             f"{len(problems)} problem(s)"

@@ -155,7 +155,13 @@ def serve_cmd(
     show_default=True,
     help="Server worker processes (`ep-mcp serve --workers`).",
 )
-@provider_option
+@click.option(
+    "--provider",
+    default="hashing",
+    show_default=True,
+    help="Embedding provider of the server under load (hashing keeps the model out of the "
+    "measurement; local, none, openai, azure-openai, gemini, voyage).",
+)
 @json_option
 @fail_cleanly
 def bench_serve_cmd(
@@ -164,7 +170,7 @@ def bench_serve_cmd(
     seconds: float,
     short: bool,
     workers: int,
-    provider: str | None,
+    provider: str,
     as_json: bool,
 ) -> None:
     """Loopback load test: N concurrent clients on /search and on MCP ep_search."""
@@ -177,7 +183,7 @@ def bench_serve_cmd(
         os.environ,
         clients=clients,
         seconds=5.0 if short else seconds,
-        provider=provider or "hashing",
+        provider=provider,
         workers=workers,
     )
     if as_json:

@@ -198,11 +198,20 @@ def list_cmd(config: Path | None, as_json: bool) -> None:
     """Every skill of every tap."""
     with open_hub(config) as hub:
         data = hub.list_skills()
+        taps = len(hub.list_taps()) if not data.skills else None
     if as_json:
         emit_json(data.to_dict())
-        return
-    for r in data.skills:
-        click.echo(f"{r.id:<60} {r.description[:80]}")
+    else:
+        for r in data.skills:
+            click.echo(f"{r.id:<60} {r.description[:80]}")
+    if taps == 0:
+        click.echo("warning: no taps — add one with `ep-mcp tap owner/repo`", err=True)
+    elif taps:
+        click.echo(
+            f"warning: {taps} tap(s) but no skills — run `ep-mcp taps` to see errors, "
+            "then `ep-mcp update` or `ep-mcp reindex`",
+            err=True,
+        )
 
 
 @skills_group.command("info")
@@ -240,8 +249,13 @@ def read_cmd(name: str, offset: int, config: Path | None, as_json: bool) -> None
         emit_json(data.to_dict())
         return
     click.echo(data.text, nl=False)
-    if data.note:
-        click.echo(data.note, err=True)
+    if data.truncated:  # the tool's note names skill_read; here the command does it
+        end = data.offset + len(data.text)
+        click.echo(
+            f"[truncated at {end} of {data.total_chars} characters — read the rest with "
+            f"`ep-mcp skills read {data.skill.tap}:{data.skill.name} --offset {end}`]",
+            err=True,
+        )
 
 
 @skills_group.command("discover")

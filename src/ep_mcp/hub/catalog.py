@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ep_mcp.errors import QueryError
+from ep_mcp.errors import NextStep, QueryError
 from ep_mcp.hub.errors import SkillNotFoundError
 from ep_mcp.index.chunker import find_headings
 from ep_mcp.packs.models import Document, Pack
@@ -231,7 +231,12 @@ def resolve_skill(entries: Sequence[SkillEntry], name: str) -> SkillEntry:
     """A skill by `tap:name`, `tap:dir`, its id, or a bare name that only one skill has."""
     wanted = name.strip()
     if not wanted:
-        raise QueryError("the skill name is empty — pass a name from skill_list")
+        raise QueryError(
+            "the skill name is empty",
+            next_step=NextStep(
+                " — pass a name from skill_list", " — pass a name from `ep-mcp skills list`"
+            ),
+        )
     if ":" in wanted:
         tap, _, rest = wanted.partition(":")
         hits = [
@@ -255,4 +260,7 @@ def resolve_skill(entries: Sequence[SkillEntry], name: str) -> SkillEntry:
         )
     close = difflib.get_close_matches(wanted, sorted({e.name for e in entries}), n=3)
     hint = f"did you mean {', '.join(close)}? " if close else ""
-    raise SkillNotFoundError(f"no skill named '{wanted}' — {hint}list them with skill_list")
+    raise SkillNotFoundError(
+        f"no skill named '{wanted}' — {hint}",
+        next_step=NextStep("list them with skill_list", "list them with `ep-mcp skills list`"),
+    )

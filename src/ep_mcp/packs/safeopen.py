@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ep_mcp.errors import NotFoundError
+from ep_mcp.errors import NextStep, NotFoundError
 
 MAX_PATH_CHARS = 4096
 READ_CHUNK = 1 << 20
@@ -48,7 +48,10 @@ class ContainmentError(NotFoundError):
         self.reason = reason
         super().__init__(
             f"'{_short(rel)}' cannot be served: {reason} — packs serve regular files inside "
-            "the pack folder, outside hidden folders (list them with ep_list_topics)"
+            "the pack folder, outside hidden folders",
+            next_step=NextStep(
+                " (list them with ep_list_topics)", " (list them with `ep-mcp topics PACK`)"
+            ),
         )
 
 

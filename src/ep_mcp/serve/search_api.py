@@ -60,6 +60,14 @@ def _int(value: Any, name: str) -> int:
     return int(text)
 
 
+def _count(value: Any, name: str) -> int:
+    """`n` checked here, so a refusal names `n` and not the tool's `max_results`."""
+    n = _int(value, name)
+    if not 1 <= n <= 50:
+        raise BadRequest(422, f"`{name}` must be between 1 and 50 — got {n}")
+    return n
+
+
 def _tags(value: Any, name: str = "tags") -> list[str]:
     if value is None:
         return []
@@ -106,7 +114,7 @@ def _tool_property(name: str) -> dict[str, Any]:
 
 
 SEARCH_PARAMS: tuple[Param, ...] = (
-    Param("n", "max_results", _tool_property("max_results"), "How many hits (1-50).", _int),
+    Param("n", "max_results", _tool_property("max_results"), "How many hits (1-50).", _count),
     Param("pack", "pack", _tool_property("pack"), "Slug of the pack to search; without it "
           "every pack your key opens is searched and merged into one ranking, each hit naming "
           "its `pack` (GET /packs lists them).", _string),
