@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ep_mcp.config import Settings
+from ep_mcp.config_env import resolve_environment
 from ep_mcp.eval.golden import load_golden, parse_minimums, render_table, shortfalls
 from ep_mcp.eval.run import evaluate_golden
 
@@ -57,6 +58,8 @@ def test_golden_set_meets_the_minimums(golden_file: Path, split: str, work: Path
     roots = [root for root in (PACKS, SKILLS) if (root / golden.pack).is_dir()]
     if not roots:
         pytest.skip(f"pack {golden.pack} is not present under {PACKS} or {SKILLS}")
-    (report,) = evaluate_golden([golden], roots, Settings(), os.environ, work, split=split)
+    (report,) = evaluate_golden(
+        [golden], roots, resolve_environment(Settings(), os.environ), work, split=split
+    )
     print(render_table([report]))
     assert not shortfalls(report, minimums(golden.pack, split))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
@@ -121,9 +120,7 @@ def eval_cmd(
     settings, home = _settings(config, provider)
     before = load_report(baseline) if baseline is not None else None
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
-    reports = evaluate_golden(
-        sets, list(roots), settings, os.environ, work or home / "eval", k=k, split=split
-    )
+    reports = evaluate_golden(sets, list(roots), settings, work or home / "eval", k=k, split=split)
     full = build_report(reports, k=k, label=label)
     written: list[str] = []
     if save:
@@ -185,7 +182,6 @@ def beir_cmd(
     rep = run_beir(
         folder,
         settings,
-        os.environ,
         work or home / "bench" / folder.name,
         split=split,
         mode=mode,
@@ -244,9 +240,7 @@ def query_cmd(
     rows: list[Latency] = []
     extra: dict[str, float] = {}
     if pack is not None:
-        rt = open_runtime(
-            pack, settings, make_embedder(settings, os.environ), base, index_dir=index_dir
-        )
+        rt = open_runtime(pack, settings, make_embedder(settings), base, index_dir=index_dir)
         try:
             if golden is not None:
                 queries = [q.query for q in load_golden(golden).queries]
