@@ -23,6 +23,7 @@ def plain(value: Any) -> Any:
             if f.repr
             else ("<set>" if getattr(value, f.name) else None)
             for f in dataclasses.fields(value)
+            if f.metadata.get("file", True)  # set at the edge only (EnvKeys)
         }
     if isinstance(value, tuple | list):
         return [plain(v) for v in value]
