@@ -15,7 +15,7 @@ def test_read_raw_takes_a_leading_dot_slash_but_never_strips_dots_off_a_name(
 ) -> None:
     root = make_pack({"a.md": "# A\n\nAlpha.\n"})
     settings = Settings(packs=(PackSettings(path=root),), home=tmp_path)
-    lib = open_library(settings, {}, tmp_path, build=False, embedder=None)
+    lib = open_library(settings, tmp_path, build=False, embedder=None)
     try:
         rt = lib.get()
         if path == "./.a.md":

@@ -1,14 +1,11 @@
 """Settings: resolved once at the edge (flags > env > config file > defaults) into frozen objects.
 
-The YAML schema is derived from the dataclasses below, so every field is a valid key and
-every unknown key or badly typed value is reported with its path (``retrieval.mmr_lambda``).
+The YAML schema is derived from the dataclasses below (config_schema.py), so every field is a
+valid key; the environment is read once at the edge (config_env.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -191,7 +188,23 @@ class EmbeddingSpec:
     breaker_cooldown_s: float = 30.0  # then calls fail at once this long, before one probe
     endpoint: str | None = None  # base URL override (HTTP providers; tests point it at 127.0.0.1)
     api_key_env: str | None = None  # env var holding the key (provider default when None)
+    # the key itself, when the config file holds it (reference `azure_api_key`) or the edge read
+    # it from ``api_key_env``; never shown (repr, logs, `ep-mcp config`)
+    api_key: str | None = field(default=None, repr=False)
+    api_version: str | None = None  # Azure OpenAI `api-version` (its default when None)
     cache_dir: Path | None = None  # the local model caches its optimised graph here (<home>/models)
+
+
+@dataclass(frozen=True)
+class EnvKeys:
+    """API keys the environment held (``EP_MCP_KEY_{SLUG}``, ``EP_MCP_HUB_KEY``, their ``_FILE``
+    files read), by variable name: slugs are known only once packs load. Set at the edge by
+    `config_env.resolve_environment`; never read from a config file, never shown."""
+
+    by_variable: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def get(self, variable: str) -> tuple[str, ...]:
+        return dict(self.by_variable).get(variable, ())
 
 
 @dataclass(frozen=True)
@@ -204,99 +217,7 @@ class Settings:
     index: IndexSettings = field(default_factory=IndexSettings)
     skills: SkillsSettings = field(default_factory=SkillsSettings)
     home: Path | None = None  # $EP_MCP_HOME: taps, caches, per-user indexes
-
-
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", str(tp)).replace("typing.", "")
-
-
-def _coerce(value: Any, tp: Any, path: str, base: Path | None) -> Any:
-    """Check and convert one YAML value to the annotated type, or raise with the key path."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(value, arg, path, base)
-            except ConfigError as exc:
-                errors.append(str(exc))
-        raise ConfigError(errors[0] if errors else f"{path}: invalid value {value!r}")
-    if origin is tuple:
-        (item_tp, _) = typing.get_args(tp)
-        if isinstance(value, str | int | float) and item_tp is str:
-            value = [value]
-        if not isinstance(value, list):
-            raise ConfigError(f"{path}: expected a list, got {type(value).__name__}")
-        return tuple(_coerce(v, item_tp, f"{path}[{i}]", base) for i, v in enumerate(value))
-    if isinstance(tp, type) and issubclass(tp, StrEnum):
-        allowed = [m.value for m in tp]
-        if not isinstance(value, str) or value not in allowed:
-            raise ConfigError(f"{path}: must be one of {', '.join(allowed)} — got {value!r}")
-        return tp(value)
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        if tp is PackSettings and isinstance(value, str):
-            value = {"path": value}
-        artifact_only = isinstance(value, Mapping) and "artifact" in value and "path" not in value
-        if tp is PackSettings and artifact_only:  # an artifact carries its pack's files
-            value = {"path": value["artifact"], **value}
-        if tp is TapSettings and isinstance(value, str):
-            value = {"url": value}
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{path}: expected a mapping, got {type(value).__name__}")
-        return build_dataclass(tp, value, path, base)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{path}: expected true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path}: expected an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{path}: expected a number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise ConfigError(f"{path}: expected a string, got {value!r}")
-        return str(value)
-    if tp is Path:
-        if not isinstance(value, str):
-            raise ConfigError(f"{path}: expected a path, got {value!r}")
-        p = Path(value).expanduser()
-        return p if p.is_absolute() or base is None else (base / p)
-    raise ConfigError(f"{path}: unsupported type {_type_name(tp)}")  # pragma: no cover
-
-
-def build_dataclass(cls: type[Any], data: Mapping[str, Any], path: str, base: Path | None) -> Any:
-    """Build a settings dataclass from a mapping, reporting unknown keys with their path."""
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        key_path = f"{path}.{key}" if path else str(key)
-        if key not in names:
-            known = ", ".join(sorted(n for n in names if not n.startswith("_")))
-            raise ConfigError(f"{key_path}: unknown key — known keys here: {known}")
-        kwargs[key] = _coerce(value, hints[key], key_path, base)
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        missing = [
-            f.name
-            for f in dataclasses.fields(cls)
-            if f.name not in kwargs
-            and f.default is dataclasses.MISSING
-            and f.default_factory is dataclasses.MISSING
-        ]
-        raise ConfigError(
-            f"{path or 'config'}: missing required key(s) {', '.join(missing)}"
-        ) from exc
+    env_keys: EnvKeys = field(default_factory=EnvKeys, repr=False, metadata={"file": False})
 
 
 def default_home(env: Mapping[str, str]) -> Path:
@@ -325,10 +246,17 @@ def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = Non
             loaded = {}
         if not isinstance(loaded, Mapping):
             raise ConfigError(f"{path}: the config must be a YAML mapping at the top level")
-        data = loaded
-        base = path.resolve().parent
-    settings: Settings = build_dataclass(Settings, data or {}, "", base)
-    from ep_mcp.config_checks import validate
+        from ep_mcp.config_compat import translate_reference
 
-    validate(settings)
+        data = translate_reference(loaded)
+        base = path.resolve().parent
+    from ep_mcp.config_schema import build_dataclass, config_problems_error
+
+    problems: list[str] = []
+    settings: Settings = build_dataclass(Settings, data or {}, "", base, problems)
+    from ep_mcp.config_checks import check_settings
+
+    problems += check_settings(settings)
+    if problems:
+        raise config_problems_error(problems, path)
     return settings

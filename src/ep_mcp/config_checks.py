@@ -1,91 +1,97 @@
 """Range and choice checks of the settings that types alone cannot express.
 
 Allowed values come from the config's enums (``Fusion``, ``VectorEngine``), never a list here.
+Every check adds to one list, so a config with three mistakes reports three problems at once.
 """
 
 from __future__ import annotations
 
+import datetime
 from enum import StrEnum
 
 from ep_mcp.config import Fusion, Settings, Transport, VectorEngine
-from ep_mcp.errors import ConfigError
+from ep_mcp.config_schema import did_you_mean
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+PACK_KINDS = ("expertpack", "skills", "markdown")
+
+_UNIT_INTERVAL = (
+    "mmr_lambda",
+    "graph_decay",
+    "score_ratio",
+    "vector_weight",
+    "text_weight",
+    "lexical_coverage_floor",
+    "length_penalty",
+    "freshness_penalty",
+)
+_AT_LEAST_ONE = (
+    "rrf_k",
+    "candidate_multiplier",
+    "min_candidates",
+    "lexical_time_limit_ms",
+    "query_deadline_ms",
+    "requires_max_atoms",
+    "requires_token_budget",
+)
+_NOT_NEGATIVE = (
+    "graph_depth",
+    "graph_reserved_slots",
+    "requires_max_depth",
+    "max_chunks_per_file",
+    "length_penalty_chars",
+)
 
 
-def _check_choice(key: str, value: object, choices: type[StrEnum]) -> None:
+def _choice(key: str, value: object, choices: type[StrEnum]) -> list[str]:
     """A value set in code rather than read from YAML is checked against its enum too."""
     allowed = [m.value for m in choices]
-    if value not in allowed:
-        raise ConfigError(f"{key}: must be one of {', '.join(allowed)} — got {value!r}")
+    if value in allowed:
+        return []
+    hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
+    return [f"{key}: must be one of {', '.join(allowed)} — got {value!r}{hint}"]
 
 
-def validate(settings: Settings) -> None:
-    """Range and choice checks that types alone cannot express."""
+def _retrieval(settings: Settings) -> list[str]:
     r = settings.retrieval
-    _check_choice("retrieval.fusion", r.fusion, Fusion)
-    for name in (
-        "mmr_lambda",
-        "graph_decay",
-        "score_ratio",
-        "vector_weight",
-        "text_weight",
-        "lexical_coverage_floor",
-        "length_penalty",
-        "freshness_penalty",
-    ):
+    out = _choice("retrieval.fusion", r.fusion, Fusion)
+    for name in _UNIT_INTERVAL:
         v = getattr(r, name)
         if not 0.0 <= v <= 1.0:
-            raise ConfigError(f"retrieval.{name}: must be between 0 and 1 — got {v}")
-    for name in (
-        "rrf_k",
-        "candidate_multiplier",
-        "min_candidates",
-        "lexical_time_limit_ms",
-        "query_deadline_ms",
-        "requires_max_atoms",
-        "requires_token_budget",
-    ):
+            out.append(f"retrieval.{name}: must be between 0 and 1 — got {v}")
+    for name in _AT_LEAST_ONE:
         if getattr(r, name) < 1:
-            raise ConfigError(f"retrieval.{name}: must be at least 1 — got {getattr(r, name)}")
-    for name in (
-        "graph_depth",
-        "graph_reserved_slots",
-        "requires_max_depth",
-        "max_chunks_per_file",
-        "length_penalty_chars",
-    ):
+            out.append(f"retrieval.{name}: must be at least 1 — got {getattr(r, name)}")
+    for name in _NOT_NEGATIVE:
         if getattr(r, name) < 0:
-            raise ConfigError(f"retrieval.{name}: must be 0 or more — got {getattr(r, name)}")
+            out.append(f"retrieval.{name}: must be 0 or more — got {getattr(r, name)}")
     if r.today is not None:
-        import datetime
-
         try:
             datetime.date.fromisoformat(r.today)
         except ValueError:
-            raise ConfigError(
-                f"retrieval.today: must be a date YYYY-MM-DD — got {r.today!r}"
-            ) from None
-    sk, srv = settings.skills, settings.server
+            out.append(f"retrieval.today: must be a date YYYY-MM-DD — got {r.today!r}")
+    return out
+
+
+def _limits(settings: Settings) -> list[str]:
+    sk, srv, emb = settings.skills, settings.server, settings.embedding
+    out: list[str] = []
     at_least: tuple[tuple[str, float, float], ...] = (
         ("reranker.pool", settings.reranker.pool, 1),
         ("reranker.max_chars", settings.reranker.max_chars, 1),
         ("index.max_file_bytes", settings.index.max_file_bytes, 1),
+        ("index.max_tokens", settings.index.max_tokens, 32),
         ("server.max_body_bytes", srv.max_body_bytes, 1),
         ("server.rate_limit_per_minute", srv.rate_limit_per_minute, 0),
         ("server.artifact_poll_s", srv.artifact_poll_s, 0),
         ("skills.rrf_k", sk.rrf_k, 1),
         ("skills.llm_top", sk.llm_top, 1),
         ("skills.read_max_chars", sk.read_max_chars, 1),
+        ("embedding.breaker_failures", emb.breaker_failures, 1),
     )
     for key, value, low in at_least:
         if value < low:
-            raise ConfigError(f"{key}: must be at least {low} — got {value}")
-    emb = settings.embedding
-    if emb.breaker_failures < 1:
-        raise ConfigError(
-            f"embedding.breaker_failures: must be at least 1 — got {emb.breaker_failures}"
-        )
+            out.append(f"{key}: must be at least {low} — got {value}")
     for key, seconds in (
         ("embedding.timeout_s", emb.timeout_s),
         ("embedding.query_timeout_s", emb.query_timeout_s),
@@ -95,24 +101,43 @@ def validate(settings: Settings) -> None:
         ("skills.discover_timeout_s", sk.discover_timeout_s),
     ):
         if not seconds > 0:
-            raise ConfigError(f"{key}: must be a number of seconds above 0 — got {seconds}")
-    _check_choice("server.transport", settings.server.transport, Transport)
-    if settings.server.log_level.upper() not in LOG_LEVELS:
-        raise ConfigError("server.log_level: must be one of DEBUG, INFO, WARNING, ERROR")
-    if not 0 < settings.server.port < 65536:
-        raise ConfigError(f"server.port: must be 1..65535 — got {settings.server.port}")
-    if settings.index.max_tokens < 32:
-        raise ConfigError("index.max_tokens: must be at least 32")
-    _check_choice("index.vector_engine", settings.index.vector_engine, VectorEngine)
+            out.append(f"{key}: must be a number of seconds above 0 — got {seconds}")
+    return out
+
+
+def _server_and_packs(settings: Settings) -> list[str]:
+    srv = settings.server
+    out = _choice("server.transport", srv.transport, Transport)
+    if srv.log_level.upper() not in LOG_LEVELS:
+        hint = did_you_mean(srv.log_level.upper(), LOG_LEVELS)
+        out.append(f"server.log_level: must be one of {', '.join(LOG_LEVELS)}{hint}")
+    if not 0 < srv.port < 65536:
+        out.append(f"server.port: must be 1..65535 — got {srv.port}")
+    out += _choice("index.vector_engine", settings.index.vector_engine, VectorEngine)
     slugs = [p.slug for p in settings.packs if p.slug]
     dupes = {s for s in slugs if slugs.count(s) > 1}
     if dupes:
-        raise ConfigError(
+        out.append(
             f"packs: duplicate slug(s) {', '.join(sorted(dupes))} — give each pack a unique slug"
         )
-    kinds = (None, "expertpack", "skills", "markdown")
     for i, p in enumerate(settings.packs):
-        if p.kind not in kinds:
-            raise ConfigError(
+        if p.kind not in (None, *PACK_KINDS):
+            out.append(
                 f"packs[{i}].kind: must be expertpack, skills or markdown — got {p.kind!r}"
+                + did_you_mean(p.kind or "", PACK_KINDS)
             )
+    return out
+
+
+def check_settings(settings: Settings) -> list[str]:
+    """Every range and choice problem of ``settings``, each with its key path."""
+    return [*_retrieval(settings), *_limits(settings), *_server_and_packs(settings)]
+
+
+def validate(settings: Settings) -> None:
+    """Raise one ConfigError listing every problem of ``settings`` (none: return)."""
+    from ep_mcp.config_schema import config_problems_error
+
+    problems = check_settings(settings)
+    if problems:
+        raise config_problems_error(problems, None)

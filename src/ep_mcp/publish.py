@@ -201,7 +201,7 @@ def _build(
         read_only=False,
         artifact=None,
     )
-    embedder = make_embedder(settings, env)
+    embedder = make_embedder(settings)
     rt = PackRuntime(local, settings, embedder, settings.home)
     try:
         report = rt.index(show_progress=show_progress, reload=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -316,37 +316,17 @@ class Library:
             self.executors.close()
 
 
-def with_eval_today(settings: Settings, env: Mapping[str, str]) -> Settings:
-    """``EP_EVAL_TODAY=YYYY-MM-DD`` pins "today" for freshness fields (tests, evaluations)."""
-    import dataclasses
-    import datetime
-
-    from ep_mcp.errors import ConfigError
-
-    pinned = env.get("EP_EVAL_TODAY", "").strip()
-    if not pinned or settings.retrieval.today:
-        return settings
-    try:
-        datetime.date.fromisoformat(pinned)
-    except ValueError:
-        raise ConfigError(f"EP_EVAL_TODAY must be a date YYYY-MM-DD — got {pinned!r}") from None
-    return dataclasses.replace(
-        settings, retrieval=dataclasses.replace(settings.retrieval, today=pinned)
-    )
-
-
 def open_library(
     settings: Settings,
-    env: Mapping[str, str],
     home: Path,
     *,
     build: bool = True,
     show_progress: bool | None = None,
     embedder: Embedder | str | None = "auto",
 ) -> Library:
-    """Load every configured pack, open (and by default update) its index."""
-    settings = with_eval_today(settings, env)
-    emb: Embedder | None = make_embedder(settings, env) if embedder == "auto" else embedder  # type: ignore[assignment]
+    """Load every configured pack, open (and by default update) its index. ``settings`` come
+    resolved from the edge (`config_env.resolve_environment`)."""
+    emb: Embedder | None = make_embedder(settings) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
     lost: list[IndexDamagedError] = []
     executors = LegExecutors.start()

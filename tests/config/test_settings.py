@@ -34,7 +34,10 @@ def test_a_reference_style_config_loads_with_paths_relative_to_the_file(tmp_path
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("retrieval: {mmr_lamda: 0.9}\n", "retrieval.mmr_lamda: unknown key"),
+        (
+            "retrieval: {mmr_lamda: 0.9}\n",
+            "retrieval.mmr_lamda: unknown key — did you mean mmr_lambda",
+        ),
         ("server: {port: eighty}\n", "server.port: expected an integer"),
         ("server: {port: 70000}\n", "server.port: must be 1..65535"),
         ("retrieval: {mmr_lambda: 2}\n", "retrieval.mmr_lambda: must be between 0 and 1"),
@@ -62,3 +65,41 @@ def test_a_missing_config_file_says_to_check_the_path(tmp_path: Path) -> None:
 
 def test_defaults_need_no_file() -> None:
     assert load_settings(None) == Settings()
+
+
+def test_a_config_with_three_mistakes_reports_three_errors_in_one_run_with_suggestions(
+    tmp_path: Path,
+) -> None:
+    cfg = write(
+        tmp_path,
+        "server: {port: eighty}\n"
+        "retrieval: {vector_wieght: 0.5, mmr_lambda: 2}\n"
+        "index: {vector_engine: numpi}\n",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_settings(cfg)
+    lines = str(caught.value).splitlines()
+    assert lines[0].startswith("4 problems in ") and "fix them all" in lines[0]
+    assert set(lines[1:]) == {
+        "  server.port: expected an integer, got 'eighty'",
+        "  retrieval.vector_wieght: unknown key — did you mean vector_weight?",
+        "  retrieval.mmr_lambda: must be between 0 and 1 — got 2.0",
+        "  index.vector_engine: must be one of auto, sqlite-vec, numpy — got 'numpi'"
+        " — did you mean numpy?",
+    }
+
+
+def test_problems_inside_list_entries_are_all_reported_with_their_index(tmp_path: Path) -> None:
+    cfg = write(tmp_path, "packs:\n  - {slug: a}\n  - {path: b, knid: skills}\n  - {path: c}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(cfg)
+    message = str(caught.value)
+    assert "packs[0]: missing required key(s) path" in message
+    assert "packs[1].knid: unknown key — did you mean kind?" in message
+
+
+def test_an_unknown_key_with_nothing_close_points_to_the_config_command(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="`ep-mcp config` prints every key"):
+        load_settings(write(tmp_path, "retrieval: {zzz: 1}\n"))
+    with pytest.raises(ConfigError, match=r"known keys here: .*watch"):
+        load_settings(write(tmp_path, "server: {qqqq: 1}\n"))

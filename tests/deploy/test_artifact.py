@@ -161,7 +161,7 @@ def test_serving_an_artifact_needs_only_its_folder(
             "embedding": {"provider": "hashing"},
         }
     )
-    lib = open_library(settings, os.environ, tmp_path / "home")
+    lib = open_library(settings, tmp_path / "home")
     try:
         rt = lib.get()
         assert rt.config.read_only and rt.store.read_only
@@ -178,4 +178,4 @@ def test_an_artifact_pack_with_nothing_published_is_a_clear_error(tmp_path: Path
 
     settings = load_settings(data={"packs": [{"artifact": str(tmp_path / "none")}]})
     with pytest.raises(ArtifactError, match="nothing is published there yet"):
-        open_library(settings, os.environ, tmp_path / "home", embedder=None)
+        open_library(settings, tmp_path / "home", embedder=None)

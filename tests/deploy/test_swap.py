@@ -31,7 +31,7 @@ def served(garden: Path, tmp_path: Path, publish_to: Callable[..., Published]) -
             "home": str(tmp_path / "home"),
         }
     )
-    lib = open_library(settings, os.environ, tmp_path / "home")
+    lib = open_library(settings, tmp_path / "home")
     yield lib
     lib.close()
 

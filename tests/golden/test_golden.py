@@ -17,6 +17,7 @@ import pytest
 
 from conftest import PACKS, SHARED_ENV, SKILLS
 from ep_mcp.config import Settings
+from ep_mcp.config_env import resolve_environment
 from ep_mcp.eval.golden import load_golden, parse_minimums, render_table, shortfalls
 from ep_mcp.eval.run import evaluate_golden
 
@@ -60,6 +61,8 @@ def test_golden_set_meets_the_minimums(golden_file: Path, split: str, work: Path
             f"pack {golden.pack} is not present under {PACKS} or {SKILLS} — set {SHARED_ENV} "
             "to the shared folder, or put it at ../shared beside the repository"
         )
-    (report,) = evaluate_golden([golden], roots, Settings(), os.environ, work, split=split)
+    (report,) = evaluate_golden(
+        [golden], roots, resolve_environment(Settings(), os.environ), work, split=split
+    )
     print(render_table([report]))
     assert not shortfalls(report, minimums(golden.pack, split))

@@ -38,7 +38,8 @@ class SlowEmbedder(HashingEmbedder):
 
 
 def _factory(spec: EmbeddingSpec, env: dict[str, str]) -> SlowEmbedder:
-    return SlowEmbedder(env.get(MARKER_ENV))
+    # a registered provider is its own edge: ep-mcp's core hands it no environment
+    return SlowEmbedder(os.environ.get(MARKER_ENV))
 
 
 register("slow", _factory)

@@ -57,7 +57,7 @@ def pack(make_pack: Callable[[dict[str, str]], Path]) -> Path:
 @contextmanager
 def opened(root: Path, embedder: CountingEmbedder, home: Path) -> Iterator[PackRuntime]:
     settings = Settings(packs=(PackSettings(path=root),), home=home)
-    lib = open_library(settings, {}, home, build=False, embedder=embedder)
+    lib = open_library(settings, home, build=False, embedder=embedder)
     try:
         yield lib.get()
     finally:

@@ -37,7 +37,7 @@ def test_a_shared_folder_indexes_into_the_user_data_dir_with_clean_hits(
     assert report["chunks"] > 0
 
     settings = Settings(packs=(PackSettings(path=root, read_only=True),), home=home)
-    lib = open_library(settings, {}, home, build=False, embedder=None)
+    lib = open_library(settings, home, build=False, embedder=None)
     try:
         rt = lib.get()
         indexed = {f.path for f in rt.store.files()}

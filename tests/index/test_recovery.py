@@ -31,7 +31,7 @@ QUERIES = ["tomato side shoots", "compost heap", "bumblebees lavender", "sun"]
 def library(pack: Path, index_dir: Path, *, read_only: bool = False) -> Library:
     cfg = PackSettings(path=pack, index_dir=index_dir, read_only=read_only)
     settings = Settings(packs=(cfg,), home=index_dir.parent / "home")
-    return open_library(settings, {}, settings.home or index_dir, embedder=HashingEmbedder(64))
+    return open_library(settings, settings.home or index_dir, embedder=HashingEmbedder(64))
 
 
 def answers(lib: Library) -> list[list[tuple[str, tuple[int, int], float]]]:
@@ -144,7 +144,7 @@ def test_a_service_keeps_serving_its_other_packs_when_one_cannot_load(
         home=built.parent.parent / "home",
     )
     with caplog.at_level(logging.ERROR, logger="ep_mcp"):
-        lib = open_library(settings, {}, built.parent.parent, embedder=HashingEmbedder(64))
+        lib = open_library(settings, built.parent.parent, embedder=HashingEmbedder(64))
     try:
         assert lib.slugs() == ["other"]
         assert lib.get().search(SearchRequest(query="kites")).hits

@@ -96,7 +96,7 @@ def test_when_sqlite_vec_cannot_load_the_numpy_scan_answers_after_one_warning(
 
 def open_runtime(cfg: PackSettings, home: Path, build: bool = True) -> PackRuntime:
     settings = Settings(packs=(cfg,), home=home)
-    return open_library(settings, {}, home, build=build, embedder=HashingEmbedder(64)).get()
+    return open_library(settings, home, build=build, embedder=HashingEmbedder(64)).get()
 
 
 def test_a_prebuilt_index_opened_read_only_answers_searches(pack: Path, tmp_path: Path) -> None:

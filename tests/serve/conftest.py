@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ep_mcp.config import Settings, load_settings
+from ep_mcp.config_env import resolve_environment
 from ep_mcp.serve.auth import KeyRing
 
 SECRET = "TOP-SECRET-CANARY-7f3a"
@@ -134,7 +135,7 @@ def serve_ctx(packs: dict[str, Path]) -> Iterator[tuple[object, KeyRing]]:
     from ep_mcp.serve.app import open_context
 
     settings = make_settings(packs, alpha_keys=("sk-alpha",))
-    serve, ring = open_context(settings, {"EP_MCP_KEY_BETA": "sk-beta"})
+    serve, ring = open_context(resolve_environment(settings, {"EP_MCP_KEY_BETA": "sk-beta"}))
     yield serve, ring
     serve.library.close()
 
@@ -144,6 +145,6 @@ def open_ctx(packs: dict[str, Path]) -> Iterator[object]:
     """A ServeContext over both packs with no keys."""
     from ep_mcp.serve.app import open_context
 
-    serve, _ = open_context(make_settings(packs), {})
+    serve, _ = open_context(make_settings(packs))
     yield serve
     serve.library.close()

@@ -419,7 +419,7 @@ def test_the_hub_opens_only_with_a_hub_key_when_packs_are_keyed(
     hub_serve: ServeContext, hub_keys: tuple[str, ...], cred: str, opens: bool
 ) -> None:
     keys = {"alpha": ["sk-alpha"], "beta": ["sk-beta"]}
-    ring = KeyRing.build(keys, {}, hub_keys)
+    ring = KeyRing.build(keys, hub_keys)
     headers = [] if cred == "none" else [(b"authorization", f"Bearer {cred}".encode())]
     seen = run_app(hub_serve, ring, lambda app: hub_probe(app, headers))
     assert bool(seen) == opens, seen[:3]
@@ -431,7 +431,7 @@ def test_the_hub_is_open_on_a_server_with_no_keys_at_all(hub_serve: ServeContext
 
 
 def test_the_hub_key_opens_the_hub_and_no_keyed_pack(hub_serve: ServeContext) -> None:
-    ring = KeyRing.build({"alpha": ["sk-alpha"], "beta": ["sk-beta"]}, {}, ["sk-hub"])
+    ring = KeyRing.build({"alpha": ["sk-alpha"], "beta": ["sk-beta"]}, ["sk-hub"])
 
     async def fn(app: Any) -> None:
         cred = [(b"authorization", b"Bearer sk-hub")]

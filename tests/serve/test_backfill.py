@@ -35,7 +35,7 @@ def test_backfill_waits_for_the_circuit_then_embeds_the_pending_chunks(
         embedder = QueryEmbeddingCache(guard(inner, 1, 30.0, clock=clock))
         settings = Settings(packs=(PackSettings(path=root),), embedding=spec, home=tmp_path)
         provider.down("503")
-        lib = open_library(settings, {}, tmp_path, embedder=embedder)
+        lib = open_library(settings, tmp_path, embedder=embedder)
         try:
             rt = lib.get()
             assert rt.store.pending_count() == 1

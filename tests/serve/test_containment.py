@@ -56,7 +56,7 @@ def vault(tmp_path: Path, plant_hostile: Callable[..., Any]) -> tuple[Path, Any]
 def ctx(vault: tuple[Path, Any], tmp_path: Path) -> Iterator[Any]:
     from ep_mcp.serve.app import open_context
 
-    serve, _ = open_context(_settings(vault[0], tmp_path / "home"), {})
+    serve, _ = open_context(_settings(vault[0], tmp_path / "home"))
     yield serve
     serve.library.close()
 

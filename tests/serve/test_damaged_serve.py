@@ -34,7 +34,7 @@ def files_of(result: Any) -> list[str]:
 
 
 def serve_once(settings: Any) -> list[str]:
-    serve, _ = open_context(settings, {})
+    serve, _ = open_context(settings)
     try:
         return files_of(search(serve))
     finally:
@@ -56,7 +56,7 @@ def test_damage_met_while_serving_is_a_one_line_tool_error(
     fresh_packs: dict[str, Path], settings_for: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(integrity, "QUICK_CHECK_MAX_BYTES", 0)  # as for an index over the limit
-    serve, _ = open_context(settings_for(fresh_packs), {})
+    serve, _ = open_context(settings_for(fresh_packs))
     index_db = fresh_packs["alpha"] / ".ep-mcp" / "index.db"
     try:
         conn = apsw.Connection(str(index_db))

@@ -64,7 +64,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             "server": {"watch": False},
         }
     )
-    ctx, _ = open_context(dataclasses.replace(settings, home=root / "home"), {})
+    ctx, _ = open_context(dataclasses.replace(settings, home=root / "home"))
     yield ctx
     ctx.library.close()
 

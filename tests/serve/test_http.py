@@ -379,7 +379,7 @@ def test_query_log_writes_one_line_per_search_and_no_key(
 
     log = tmp_path / "q.jsonl"
     settings = settings_for(packs, alpha_keys=("sk-alpha",), query_log_path=str(log))
-    serve, ring = open_context(settings, {})
+    serve, ring = open_context(settings)
 
     async def fn(c: httpx2.AsyncClient) -> None:
         await c.get("/search?q=compost&pack=beta")

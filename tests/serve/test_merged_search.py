@@ -82,7 +82,7 @@ def test_mcp_search_without_pack_merges_only_the_callers_packs(open_ctx: Any) ->
 def test_a_key_merges_its_keyed_pack_with_the_open_ones(packs: Any, settings_for: Any) -> None:
     from ep_mcp.serve.app import open_context
 
-    serve, ring = open_context(settings_for(packs, alpha_keys=("sk-alpha",)), {})
+    serve, ring = open_context(settings_for(packs, alpha_keys=("sk-alpha",)))
     try:
         keyed = get(serve, ring, f"/search?q={QUERY}", key="sk-alpha").json()
         assert keyed["packs"] == ["alpha", "beta"]

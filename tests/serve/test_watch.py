@@ -33,7 +33,7 @@ def test_edits_additions_and_deletions_are_served_after_reload(
     fresh_packs: dict[str, Path], settings_for: Any
 ) -> None:
     settings = settings_for(fresh_packs)
-    lib = open_library(settings, {}, settings.home)
+    lib = open_library(settings, settings.home)
     rt = lib.get("beta")
     watcher = PackWatcher(lib, debounce_ms=100)
     watcher.start()
@@ -79,7 +79,7 @@ def test_queries_are_answered_from_the_last_good_index_during_a_reload(
 ) -> None:
     settings = settings_for(fresh_packs)
     embedder = GatedEmbedder()
-    lib = open_library(settings, {}, settings.home, embedder=embedder)
+    lib = open_library(settings, settings.home, embedder=embedder)
     rt = lib.get("beta")
     try:
         (fresh_packs["beta"] / "compost.md").write_text("# Compost\n\nWorms love coffee.\n")

@@ -95,7 +95,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     settings = load_settings(
         data={"packs": [{"path": str(pack)}], "embedding": {"provider": "hashing"}}
     )
-    library = open_library(settings, {}, tmp / "home", show_progress=False)
+    library = open_library(settings, tmp / "home", show_progress=False)
     ctx = ToolContext(library=library)
     pack_calls: list[tuple[str, str, dict[str, Any]]] = [
         ("ep_read whole", "ep_read", {"path": "concepts/routing.md"}),

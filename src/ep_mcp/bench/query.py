@@ -6,7 +6,7 @@ import hashlib
 import logging
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +33,6 @@ MODES: dict[str, LegChoice] = {"hybrid": "both", "lexical": "lexical", "dense": 
 def run_beir(
     folder: Path,
     settings: Settings,
-    env: Mapping[str, str],
     work: Path,
     *,
     split: str = "test",
@@ -44,7 +43,7 @@ def run_beir(
     """Index the corpus (cached in ``work``) and answer every query of ``split``."""
     data = load_beir(folder, split)
     mapping = materialise(data, work / "docs")
-    emb = make_embedder(settings, env) if embedder == "auto" else embedder
+    emb = make_embedder(settings) if embedder == "auto" else embedder
     rt = open_runtime(
         work / "docs",
         settings,

@@ -19,7 +19,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,7 +46,7 @@ def write_pack(root: Path, files: int = 60) -> Path:
 
 def _library(pack: Path, home: Path, spec: EmbeddingSpec) -> Library:
     settings = Settings(packs=(PackSettings(path=pack),), embedding=spec, home=home)
-    return open_library(settings, {}, home)
+    return open_library(settings, home)
 
 
 def _latencies(lib: Library, n: int, attackers: int = 0) -> list[float]:
@@ -201,19 +201,20 @@ def _provider(state: dict[str, str]) -> Iterator[str]:
         server.server_close()
 
 
-def bench_provider(work: Path, env: Mapping[str, str], queries: int = 6) -> Report:
+def bench_provider(work: Path, queries: int = 6) -> Report:
     """Build with a working provider, then query while it answers 503 or hangs."""
     pack = write_pack(work / "provider-pack")
     rows: Report = {}
     for mode in ("503", "hang"):
         state = {"mode": "ok"}
         with _provider(state) as url:
-            spec = EmbeddingSpec(provider="openai", endpoint=url, dimension=8, retries=0)
+            spec = EmbeddingSpec(
+                provider="openai", endpoint=url, dimension=8, retries=0, api_key="sk-bench"
+            )
             settings = Settings(
                 packs=(PackSettings(path=pack),), embedding=spec, home=work / f"home-{mode}"
             )
-            keyed = {**env, "OPENAI_API_KEY": env.get("OPENAI_API_KEY") or "sk-bench"}
-            lib = open_library(settings, keyed, work / f"home-{mode}")
+            lib = open_library(settings, work / f"home-{mode}")
             try:
                 rt, took, modes = lib.get(), [], set()
                 state["mode"] = mode
@@ -228,7 +229,7 @@ def bench_provider(work: Path, env: Mapping[str, str], queries: int = 6) -> Repo
     return rows
 
 
-def run_reliability(work: Path, env: Mapping[str, str], parts: tuple[str, ...]) -> Report:
+def run_reliability(work: Path, parts: tuple[str, ...]) -> Report:
     work.mkdir(parents=True, exist_ok=True)
     out: Report = {}
     if "fifo" in parts:
@@ -236,7 +237,7 @@ def run_reliability(work: Path, env: Mapping[str, str], parts: tuple[str, ...]) 
     if "damage" in parts:
         out["damage"] = bench_damage(work)
     if "provider" in parts:
-        out["provider"] = bench_provider(work, env)
+        out["provider"] = bench_provider(work)
     return out
 
 

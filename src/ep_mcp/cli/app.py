@@ -15,7 +15,8 @@ from typing import ParamSpec, TypeVar
 import click
 
 from ep_mcp import __version__
-from ep_mcp.config import PackSettings, Settings, default_home, load_settings
+from ep_mcp.config import PackSettings, Settings, load_settings
+from ep_mcp.config_env import resolve_environment
 from ep_mcp.errors import EpMcpError
 
 P = ParamSpec("P")
@@ -50,14 +51,10 @@ def resolve_settings(
             settings,
             packs=tuple(dataclasses.replace(p, index_dir=index_dir) for p in settings.packs),
         )
-    env_provider = os.environ.get("EP_MCP_EMBEDDING_PROVIDER")
-    chosen = provider or env_provider
-    if chosen:
-        settings = dataclasses.replace(
-            settings, embedding=dataclasses.replace(settings.embedding, provider=chosen)
-        )
-    home = settings.home or default_home(os.environ)
-    return dataclasses.replace(settings, home=home)
+    env = dict(os.environ)  # the one place the CLI reads the environment
+    if provider:  # the flag beats EP_MCP_EMBEDDING_PROVIDER
+        env["EP_MCP_EMBEDDING_PROVIDER"] = provider
+    return resolve_environment(settings, env)
 
 
 def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
@@ -34,10 +33,10 @@ def bench_reliability_cmd(parts: tuple[str, ...], work: Path | None, as_json: bo
 
     chosen = parts or PARTS
     if work is not None:
-        report = run_reliability(work, os.environ, chosen)
+        report = run_reliability(work, chosen)
     else:
         with tempfile.TemporaryDirectory(prefix="ep-mcp-reliability-") as tmp:
-            report = run_reliability(Path(tmp), os.environ, chosen)
+            report = run_reliability(Path(tmp), chosen)
     if as_json:
         emit_json(report)
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -59,7 +58,7 @@ def calibrate_cmd(
     settings = resolve_settings(config, provider=provider)
     assert settings.home is not None
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
-    rows = cal.collect(sets, list(roots), settings, os.environ, work or settings.home / "eval")
+    rows = cal.collect(sets, list(roots), settings, work or settings.home / "eval")
     dev = [r for r in rows if r.split == "dev"]
     model = cal.fit_model(
         dev, settings.retrieval.activation_model, note="golden dev split + borrowed negatives"

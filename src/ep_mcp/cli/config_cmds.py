@@ -15,9 +15,16 @@ from ep_mcp.config import Settings
 
 
 def plain(value: Any) -> Any:
-    """Settings as plain YAML-ready data: tuples as lists, paths as strings."""
+    """Settings as plain YAML-ready data: tuples as lists, paths as strings; secrets (fields
+    kept out of repr) only say whether they are set."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: plain(getattr(value, f.name))
+            if f.repr
+            else ("<set>" if getattr(value, f.name) else None)
+            for f in dataclasses.fields(value)
+            if f.metadata.get("file", True)  # set at the edge only (EnvKeys)
+        }
     if isinstance(value, tuple | list):
         return [plain(v) for v in value]
     if isinstance(value, Path):

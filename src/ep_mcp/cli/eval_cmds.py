@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
@@ -132,9 +131,7 @@ def eval_cmd(
         return
     before = load_report(baseline) if baseline is not None else None
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
-    reports = evaluate_golden(
-        sets, list(roots), settings, os.environ, work or home / "eval", k=k, split=split
-    )
+    reports = evaluate_golden(sets, list(roots), settings, work or home / "eval", k=k, split=split)
     full = build_report(reports, k=k, label=label)
     written: list[str] = []
     if save:
@@ -176,7 +173,7 @@ def _eval_merged(
     from ep_mcp.eval.merged import evaluate_merged, render_merged
 
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
-    reports = evaluate_merged(sets, list(roots), settings, os.environ, work, k=k, split=split)
+    reports = evaluate_merged(sets, list(roots), settings, work, k=k, split=split)
     served = reports["served"]
     if as_json:
         emit_json([r.to_dict() for r in served])
@@ -217,7 +214,6 @@ def beir_cmd(
     rep = run_beir(
         folder,
         settings,
-        os.environ,
         work or home / "bench" / folder.name,
         split=split,
         mode=mode,
@@ -276,9 +272,7 @@ def query_cmd(
     rows: list[Latency] = []
     extra: dict[str, float] = {}
     if pack is not None:
-        rt = open_runtime(
-            pack, settings, make_embedder(settings, os.environ), base, index_dir=index_dir
-        )
+        rt = open_runtime(pack, settings, make_embedder(settings), base, index_dir=index_dir)
         try:
             if golden is not None:
                 queries = [q.query for q in load_golden(golden).queries]

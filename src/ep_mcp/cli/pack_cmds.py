@@ -66,7 +66,7 @@ def _open_one(
 
     settings = pack_settings(pack, provider, index_dir, config)
     assert settings.home is not None
-    lib = open_library(settings, os.environ, settings.home, build=build)
+    lib = open_library(settings, settings.home, build=build)
     return lib, lib.get()
 
 

@@ -116,7 +116,7 @@ def serve_cmd(
             "add `--transport http`",
             err=True,
         )
-    serve, ring = app.open_context(settings, os.environ)
+    serve, ring = app.open_context(settings, child_env=os.environ)
 
     def announce(url: str) -> None:
         click.echo(

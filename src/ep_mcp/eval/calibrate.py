@@ -27,7 +27,6 @@ from ep_mcp.retrieval.confidence import (
     Logistic,
 )
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import with_eval_today
 
 Array = npt.NDArray[np.float64]
 BINS = 10
@@ -63,15 +62,13 @@ def collect(
     sets: Sequence[GoldenSet],
     roots: Sequence[Path],
     settings: Settings,
-    env: Mapping[str, str],
     work: Path,
     k: int = 10,
     cross_pack: bool = True,
 ) -> list[QueryRow]:
     """Every query of every set (dev and test), with all its hits' features; with
     ``cross_pack`` also the other packs' dev questions as dev negatives (``_borrowed``)."""
-    settings = with_eval_today(settings, env)
-    emb = make_embedder(settings, env)
+    emb = make_embedder(settings)
     rows: list[QueryRow] = []
     for golden in sets:
         folder = find_pack(golden.pack, roots)

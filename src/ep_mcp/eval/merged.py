@@ -32,7 +32,7 @@ from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.retrieval.merge import ScoreRule, merge_results
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
-from ep_mcp.runtime import Library, PackRuntime, with_eval_today
+from ep_mcp.runtime import Library, PackRuntime
 
 SEP = "::"  # pack::path — a file named with its pack
 
@@ -114,7 +114,6 @@ def evaluate_merged(
     sets: Sequence[GoldenSet],
     roots: Sequence[Path],
     settings: Settings,
-    env: Mapping[str, str],
     work: Path,
     *,
     k: int = 10,
@@ -124,8 +123,7 @@ def evaluate_merged(
 ) -> dict[str, list[MergedReport]]:
     """Every golden set's queries against all the sets' packs at once, per merge rule
     (default: the served rule); each pack's index is cached in ``work`` as ``eval`` does."""
-    settings = with_eval_today(settings, env)
-    emb = make_embedder(settings, env) if embedder == "auto" else embedder
+    emb = make_embedder(settings) if embedder == "auto" else embedder
     chosen = []
     runtimes: dict[str, PackRuntime] = {}
     try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ep_mcp.config import PackSettings, Settings
@@ -18,7 +18,7 @@ from ep_mcp.eval.golden import (
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime, with_eval_today
+from ep_mcp.runtime import PackRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,6 @@ def evaluate_golden(
     sets: Sequence[GoldenSet],
     roots: Sequence[Path],
     settings: Settings,
-    env: Mapping[str, str],
     work: Path,
     *,
     k: int = 10,
@@ -62,8 +61,7 @@ def evaluate_golden(
 
     The pack's own refusals (``refusals:``) join each set before ``split`` (dev, test or all)
     picks the queries."""
-    settings = with_eval_today(settings, env)
-    emb = make_embedder(settings, env) if embedder == "auto" else embedder
+    emb = make_embedder(settings) if embedder == "auto" else embedder
     reports = []
     for golden in sets:
         folder = find_pack(golden.pack, roots)

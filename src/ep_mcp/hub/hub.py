@@ -101,7 +101,7 @@ class SkillHub:
         if self._embedder is None and self._embedder_arg == AUTO:
             from ep_mcp.index.embed.factory import make_embedder
 
-            self._embedder = make_embedder(self.settings, self.env)
+            self._embedder = make_embedder(self.settings)
             self._embedder_arg = None
         return self._embedder
 

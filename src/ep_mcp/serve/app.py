@@ -81,29 +81,30 @@ def cheap_queries(embedder: object) -> bool:
 
 
 def open_context(
-    settings: Settings, env: Mapping[str, str], *, build: bool = True
+    settings: Settings, *, build: bool = True, child_env: Mapping[str, str] | None = None
 ) -> tuple[ServeContext, KeyRing]:
-    """Open the library (indexes built with progress on stderr), the hub, keys, query log."""
+    """Open the library (indexes built with progress on stderr), the hub, keys, query log.
+
+    ``settings`` come resolved from the edge (`config_env.resolve_environment`: keys, home,
+    provider); ``child_env`` is only the environment of the hub's git, gh and claude."""
     from ep_mcp.runtime import open_library
     from ep_mcp.serve.querylog import QueryLog
-    from ep_mcp.serve.secrets import with_key_files
     from ep_mcp.tools.registry import tools
 
-    env = with_key_files(env)
     tools()  # load the built-in tools now, before worker threads race to do it
     if settings.home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
-    library = open_library(settings, env, settings.home, build=build, show_progress=None)
+    library = open_library(settings, settings.home, build=build, show_progress=None)
     for rt in library:
         for warning in rt.pack.warnings:
             logger.warning("%s: %s", rt.slug, warning)
     warm_up(library)
     keys = {rt.slug: rt.config.api_keys for rt in library}
-    ring = KeyRing.build(keys, env, settings.skills.api_keys)
+    ring = KeyRing.build(keys, settings.skills.api_keys, settings.env_keys)
     log_path = settings.server.query_log_path
     serve = ServeContext(
         library=library,
-        hub=hub_if_tapped(settings, env),
+        hub=hub_if_tapped(settings, child_env or {}),
         query_log=QueryLog(log_path) if log_path else None,
         keyed=ring.keyed,
         inline=cheap_queries(library.embedder),
@@ -243,7 +244,7 @@ def worker_app(settings: Settings) -> Starlette:
 
     from ep_mcp.serve.http_app import create_app
 
-    serve, ring = open_context(settings, os.environ, build=False)
+    serve, ring = open_context(settings, build=False, child_env=os.environ)
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from urllib.parse import urlsplit
 
+from ep_mcp.config import EnvKeys
+
 logger = logging.getLogger(__name__)
 
 MAX_TOKEN_BYTES = 4096
@@ -78,18 +80,18 @@ class KeyRing:
     def build(
         cls,
         keys: Mapping[str, Iterable[str]],
-        env: Mapping[str, str] | None = None,
         hub_keys: Iterable[str] = (),
+        env_keys: EnvKeys | None = None,
     ) -> KeyRing:
-        """From configured keys per slug plus `EP_MCP_KEY_{SLUG}` (comma-separated) in env;
-        the hub's from ``hub_keys`` plus `EP_MCP_HUB_KEY`."""
-        env = env or {}
+        """From configured keys per slug plus those of `EP_MCP_KEY_{SLUG}` (``env_keys``, read
+        at the edge); the hub's from ``hub_keys`` plus `EP_MCP_HUB_KEY`'s."""
+        env_keys = env_keys or EnvKeys()
         out: dict[str, tuple[bytes, ...]] = {}
         for slug, configured in keys.items():
-            all_keys = [k for k in configured if k] + _split_keys(env.get(env_key_name(slug), ""))
+            all_keys = [k for k in configured if k] + list(env_keys.get(env_key_name(slug)))
             if all_keys:
                 out[slug] = tuple(_digest(k.encode("utf-8")) for k in all_keys)
-        hub = [k for k in hub_keys if k] + _split_keys(env.get(HUB_KEY_ENV, ""))
+        hub = [k for k in hub_keys if k] + list(env_keys.get(HUB_KEY_ENV))
         return cls(out, tuple(_digest(k.encode("utf-8")) for k in hub))
 
     @property

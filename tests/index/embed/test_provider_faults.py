@@ -78,7 +78,7 @@ def library(root: Path, home: Path, url: str, clock: Clock) -> Iterator[Library]
     embedder = QueryEmbeddingCache(
         guard(inner, spec.breaker_failures, spec.breaker_cooldown_s, clock=clock)
     )
-    lib = open_library(settings, {}, home, embedder=embedder)
+    lib = open_library(settings, home, embedder=embedder)
     try:
         yield lib
     finally:

@@ -36,6 +36,7 @@ def save_reports(root: Path, settings: Settings) -> None:
     """Two evaluation reports of the example pack (a baseline and a later run)."""
     import os
 
+    from ep_mcp.config_env import resolve_environment
     from ep_mcp.eval.golden import GoldenQuery, GoldenSet
     from ep_mcp.eval.report import build_report, save_report
     from ep_mcp.eval.run import evaluate_golden
@@ -56,7 +57,7 @@ def save_reports(root: Path, settings: Settings) -> None:
         ("after: hybrid", "2026-12-01T10:00:00Z", settings),
     ):
         work = root / "eval-work" / label.split(":")[0]
-        reports = evaluate_golden([golden], [root], run_with, os.environ, work)
+        reports = evaluate_golden([golden], [root], resolve_environment(run_with, os.environ), work)
         save_report(build_report(reports, k=10, created=created, label=label), folder)
 
 
@@ -78,7 +79,7 @@ def wb_settings(wb_root: Path) -> Settings:
 def wb_ctx(wb_settings: Settings) -> Iterator[tuple[Any, Any]]:
     from ep_mcp.serve.app import open_context
 
-    serve, ring = open_context(wb_settings, {})
+    serve, ring = open_context(wb_settings)
     yield serve, ring
     serve.library.close()
 

@@ -40,7 +40,7 @@ def one_pack_url(wb_root: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     from ep_mcp.serve.http_app import create_app
 
     one = settings_for(tmp_path_factory.mktemp("one"), [{"path": str(wb_root / "example")}])
-    serve, ring = open_context(one, {})
+    serve, ring = open_context(one)
     try:
         with serving(create_app(serve, one.server, ring)) as url:
             yield url

@@ -4,7 +4,7 @@ breaker, behind the query-embedding cache; and the tokenizer that counts chunk t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from ep_mcp.config import Settings, default_home
 from ep_mcp.index.embed.base import Embedder
@@ -17,16 +17,17 @@ def token_counter() -> Callable[[str], int]:
     return count_tokens
 
 
-def make_embedder(settings: Settings, env: Mapping[str, str]) -> Embedder | None:
-    """The configured provider wrapped in a breaker and a query cache; None for `none`."""
+def make_embedder(settings: Settings) -> Embedder | None:
+    """The configured provider wrapped in a breaker and a query cache; None for `none`. Its key
+    and endpoint come in ``settings.embedding``, resolved at the edge."""
     from ep_mcp.index.embed import QueryEmbeddingCache, create_embedder
     from ep_mcp.index.embed.breaker import guard
 
     spec = settings.embedding
     if spec.cache_dir is None:  # the local model caches its optimised graph per user
-        home = settings.home or default_home(env)
+        home = settings.home or default_home({})
         spec = dataclasses.replace(spec, cache_dir=home / "models")
-    embedder = create_embedder(spec, dict(env))
+    embedder = create_embedder(spec)
     if embedder is None:
         return None
     return QueryEmbeddingCache(guard(embedder, spec.breaker_failures, spec.breaker_cooldown_s))

@@ -72,7 +72,7 @@ def register_builtins() -> None:
         _builtins_done = True
 
 
-def create_embedder(spec: EmbeddingSpec, env: Mapping[str, str]) -> Embedder | None:
+def create_embedder(spec: EmbeddingSpec, env: Mapping[str, str] | None = None) -> Embedder | None:
     """The embedder ``spec`` asks for, or None for provider ``none`` (lexical only)."""
     register_builtins()
     factory = factory_for(spec.provider)
@@ -81,4 +81,4 @@ def create_embedder(spec: EmbeddingSpec, env: Mapping[str, str]) -> Embedder | N
             f"unknown embedding provider {spec.provider!r} — known providers: "
             + ", ".join(providers())
         )
-    return factory(spec, dict(env))
+    return factory(spec, dict(env or {}))

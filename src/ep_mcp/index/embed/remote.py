@@ -79,7 +79,7 @@ class HttpEmbedder:
         transport: httpx2.BaseTransport | None = None,
     ) -> None:
         self._key_env = key_env = spec.api_key_env or self.key_env
-        self._key = env.get(key_env, "").strip()
+        self._key = (spec.api_key or env.get(key_env, "")).strip()
         if not self._key:
             raise EmbeddingError(
                 f"{key_env} is not set — export it or set embedding.provider: local"
@@ -93,6 +93,7 @@ class HttpEmbedder:
             )
         self._dimension = dimension
         self._send_dimension = spec.dimension is not None
+        self._api_version = spec.api_version  # Azure's `api-version`; others ignore it
         self.endpoint = self._resolve_endpoint(spec, env).rstrip("/")
         self.timeout_s = spec.timeout_s
         self.retries = max(0, spec.retries)
@@ -322,7 +323,7 @@ class AzureOpenAIEmbedder(OpenAIEmbedder):
     def _url(self) -> str:
         return (
             f"{self.endpoint}/openai/deployments/{self.model}/embeddings"
-            f"?api-version={self.api_version}"
+            f"?api-version={self._api_version or self.api_version}"
         )
 
     def _headers(self) -> dict[str, str]:
