@@ -1,4 +1,4 @@
-"""First contact: the server answers at once, lexically, and turns hybrid once its vectors are in."""
+"""First contact: the server answers at once, by words, and turns hybrid once vectors are in."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ async def status(c: Client, slug: str) -> dict[str, Any]:
 def test_a_fresh_pack_answers_lexically_at_once_and_hybrid_after_the_backfill(
     fresh_packs: dict[str, Path], settings_for: Any
 ) -> None:
-    serve, ring = open_context(settings_for(fresh_packs), {}, lexical_first=True)
+    serve, _ = open_context(settings_for(fresh_packs), {}, lexical_first=True)
     try:
         server = build_server(serve)
 
