@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ep_mcp.errors import EmbeddingError
-from ep_mcp.index.chunker import Chunk, chunk_document
+from ep_mcp.index.chunker import Chunk, chunk_document, whole_text
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.progress import Observer, Progress
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite
@@ -95,7 +95,19 @@ def _memo(count: Callable[[str], int]) -> Callable[[str], int]:
             n = seen[text] = count(text)
         return n
 
+    counted.seen = seen  # type: ignore[attr-defined]
     return counted
+
+
+def _count_at_once(
+    counter: Callable[[str], int], memo: Callable[[str], int], texts: list[str]
+) -> None:
+    """Count many texts in one call when the counter can (``counter.batch``: the tokenizer
+    runs them in parallel); most files are one chunk, so this covers most counts of a build."""
+    batch = getattr(counter, "batch", None)
+    todo = [t for t in dict.fromkeys(texts) if t]
+    if batch is not None and len(todo) > 1:
+        memo.seen.update(zip(todo, batch(todo), strict=True))  # type: ignore[attr-defined]
 
 
 def _records(chunks: Sequence[Chunk], count: Callable[[str], int]) -> tuple[ChunkRecord, ...]:
@@ -213,7 +225,7 @@ def build_index(
     embed. ``observer`` hears (done, total) of the embedding as it goes.
     """
     started = time.perf_counter()
-    count_tokens = _memo(count_tokens)
+    counter, count_tokens = count_tokens, _memo(count_tokens)
     features = features_for(embedder, max_tokens, prefix_template)
     rebuild = store.features() != features
     states: Mapping[str, tuple[str, str | None]] = {} if rebuild else store.file_states()
@@ -225,6 +237,7 @@ def build_index(
         for d in docs
         if states.get(d.path) != (d.file_hash, d.sidecar.file_hash if d.sidecar else None)
     ]
+    _count_at_once(counter, count_tokens, [whole_text(d) for d in changed])
     chunked = {
         d.path: chunk_document(d, count_tokens, max_tokens, prefix_template) for d in changed
     }
@@ -261,7 +274,8 @@ def build_index(
             store.fill_pending(filled)
             for doc in changed:
                 store.write_file(
-                    _file_write(doc, chunked[doc.path], embedder, vectors, count_tokens)
+                    _file_write(doc, chunked[doc.path], embedder, vectors, count_tokens),
+                    new=rebuild or doc.path not in states,
                 )
             store.finish_build(features)
     pending = store.pending_count() if embedder is not None else 0
