@@ -6,6 +6,7 @@ server and the HTTP app all go through it; none of them touches the store or the
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -18,7 +19,8 @@ from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import IndexDamagedError, NotFoundError
 from ep_mcp.index import integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
-from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.buildstate import BuildState, building_note
+from ep_mcp.index.embed.base import Embedder, query_cost
 from ep_mcp.index.embed.breaker import interactive, is_bounded
 from ep_mcp.index.embed.factory import make_embedder, token_counter
 from ep_mcp.index.locate import index_path
@@ -62,6 +64,7 @@ class PackRuntime:
     store: Store = field(init=False)
     view: PackView = field(init=False)  # what the retrieval stages need of the pack, as data
     reranker: Reranker | None = field(init=False, default=None)
+    building: BuildState = field(default_factory=BuildState, init=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
     _profiles: dict[str, Any] | None = field(default=None, init=False, repr=False)
     _recovered: BuildReport | None = field(default=None, init=False, repr=False)
@@ -128,9 +131,12 @@ class PackRuntime:
             max_file_bytes=self.settings.index.max_file_bytes,
         )
 
-    def index(self, show_progress: bool | None = None, *, reload: bool = True) -> BuildReport:
+    def index(
+        self, show_progress: bool | None = None, *, reload: bool = True, lexical_first: bool = False
+    ) -> BuildReport:
         """Bring the index up to date with the pack on disk (re-reads the folder unless told not
-        to, e.g. right after opening), then serve the new files."""
+        to, e.g. right after opening), then serve the new files. ``lexical_first`` commits the
+        words now and leaves the new vectors pending, for ``backfill`` to compute."""
         with self._lock:
             if self.config.read_only:
                 raise NotFoundError(
@@ -138,7 +144,7 @@ class PackRuntime:
                 )
             pack = self._load() if reload else self.pack
             try:
-                report = self._update(pack, show_progress)
+                report = self._update(pack, show_progress, later=lexical_first)
             except integrity.DAMAGE_ERRORS as exc:
                 raise self._damaged(exc) from exc
             recovered, self._recovered = self._recovered, None
@@ -184,7 +190,7 @@ class PackRuntime:
         return vector
 
     def _update(
-        self, pack: Pack, show_progress: bool | None, store: Store | None = None
+        self, pack: Pack, show: bool | None, store: Store | None = None, later: bool = False
     ) -> BuildReport:
         """Build with the embedder. If the provider fails, the build still commits lexically,
         keeps every stored vector and marks the rest pending (the next build embeds them)."""
@@ -195,8 +201,10 @@ class PackRuntime:
             token_counter(),
             max_tokens=self.settings.index.max_tokens,
             prefix_template=self.settings.index.context_prefix_template,
-            show_progress=show_progress,
+            show_progress=show,
             on_embedding_error="defer",
+            lexical_first=later,
+            observer=self.building.observe,
         )
 
     def backfill(self) -> BuildReport | None:
@@ -204,9 +212,16 @@ class PackRuntime:
         if self.config.read_only or self.embedder is None or not self.store.pending_count():
             return None
         with self._lock:
-            report = self._update(self.pack, False)
+            with self.building.running():
+                report = self._update(self.pack, None)
             self._profiles = None
             return report
+
+    def build_state(self) -> dict[str, Any]:
+        """Where the index build stands: phase, mode, chunks, embedded, pending, progress."""
+        counts = self.store.counts()
+        dense = self.embedder is not None and self.store.embedding_model() is not None
+        return self.building.snapshot(counts["chunks"], counts.get("pending", 0), dense)
 
     def search(
         self,
@@ -232,7 +247,7 @@ class PackRuntime:
             confidence=confidence or packaged_model(),
         )
         try:
-            return engine.search(
+            result = engine.search(
                 self.store,
                 self.slug,
                 request,
@@ -242,6 +257,8 @@ class PackRuntime:
             )
         except integrity.DAMAGE_ERRORS as exc:
             raise self._damaged(exc) from exc
+        note = building_note(self.build_state()) if self.building.embedding else None
+        return dataclasses.replace(result, notes=(note, *result.notes)) if note else result
 
     def read_raw(self, path: str) -> str:
         """A file the pack owns, byte for byte as text (frontmatter included).
@@ -323,17 +340,21 @@ def open_library(
     build: bool = True,
     show_progress: bool | None = None,
     embedder: Embedder | str | None = "auto",
+    lexical_first: bool | None = False,
 ) -> Library:
     """Load every configured pack, open (and by default update) its index. ``settings`` come
-    resolved from the edge (`config_env.resolve_environment`)."""
+    resolved from the edge (`config_env.resolve_environment`); ``lexical_first`` leaves new
+    vectors pending for the server's backfill (serve at once, improve later) — None: when
+    embedding costs more than pure-Python work (a model, a remote provider)."""
     emb: Embedder | None = make_embedder(settings) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
     lost: list[IndexDamagedError] = []
-    executors = LegExecutors.start()
+    later = query_cost(emb) != "trivial" if lexical_first is None else lexical_first
+    executors, how = LegExecutors.start(), (build, later)
     try:
         for cfg in settings.packs:
             try:
-                rt = _open_pack(cfg, settings, emb, home, build, show_progress, executors)
+                rt = _open_pack(cfg, settings, emb, home, how, show_progress, executors)
             except IndexDamagedError as exc:  # several packs: serve the others without this one
                 if len(settings.packs) == 1:
                     raise
@@ -358,7 +379,7 @@ def _open_pack(
     settings: Settings,
     embedder: Embedder | None,
     home: Path,
-    build: bool,
+    build: tuple[bool, bool],  # (update the index, lexical first)
     show_progress: bool | None,
     executors: LegExecutors,
 ) -> PackRuntime:
@@ -369,10 +390,10 @@ def _open_pack(
         cfg = served_settings(cfg)
     for attempt in (1, 2):
         rt = PackRuntime(cfg, settings, embedder, home, executors)
-        if not build or cfg.read_only:
+        if not build[0] or cfg.read_only:
             return rt
-        try:
-            rt.index(show_progress=show_progress)
+        try:  # the pack was just read: no second load
+            rt.index(show_progress=show_progress, reload=False, lexical_first=build[1])
             return rt
         except IndexDamagedError:
             rt.close()

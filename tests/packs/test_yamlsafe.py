@@ -128,3 +128,50 @@ def test_documents_with_too_many_nodes_are_rejected_early() -> None:
     text = "[" + "a," * 50_000 + "]"
     with pytest.raises(YamlLimitError, match="more than 1000 YAML nodes"):
         load_yaml(text, max_nodes=1000)
+
+
+def _frontmatters() -> list[str]:
+    from pathlib import Path
+
+    texts = []
+    for root in sorted(Path("/work/shared/packs").glob("*")):
+        for md in sorted(root.rglob("*.md")):
+            text = md.read_text(encoding="utf-8", errors="replace")
+            if text.startswith("---\n") and "\n---" in text[4:]:
+                texts.append(text[4 : text.index("\n---", 4)])
+    return texts
+
+
+def test_the_libyaml_fast_path_reads_every_real_frontmatter_exactly_as_the_pure_loader() -> None:
+    from ep_mcp.packs import yamlsafe
+
+    texts = _frontmatters() or ["title: A\ndate: 2026-04-21\ntags: [a, b]\n"]
+    fast = 0
+    for text in texts:
+        took, value = yamlsafe._load_fast(text, yamlsafe.MAX_DEPTH, yamlsafe.MAX_NODES)
+        if took:
+            fast += 1
+            loader = yamlsafe._BoundedLoader(
+                text, max_depth=64, max_aliases=100, max_nodes=yamlsafe.MAX_NODES
+            )
+            try:
+                assert value == loader.get_single_data(), text
+            finally:
+                loader.dispose()
+    assert fast >= len(texts) * 0.9  # the fast path is the common one
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: " + "[" * 70 + "]" * 70,  # flow nesting past the limit
+        "a: " + "- " * 80 + "x",  # block nesting past the limit, well under C_MAX_BYTES
+        "a: &x [1]\nb: *x\n",  # aliases
+        "a: !!python/object:os.system x\n",  # tags
+        "a: [unclosed\n",  # invalid
+    ],
+)
+def test_texts_the_fast_path_cannot_vouch_for_go_to_the_pure_loader(text: str) -> None:
+    from ep_mcp.packs import yamlsafe
+
+    assert yamlsafe._load_fast(text, yamlsafe.MAX_DEPTH, yamlsafe.MAX_NODES)[0] is False

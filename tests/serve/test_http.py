@@ -138,7 +138,10 @@ def test_packs_lists_only_the_packs_the_callers_key_opens(serve_ctx: Any) -> Non
     serve, ring = serve_ctx
 
     async def fn(c: httpx2.AsyncClient) -> None:
-        assert (await c.get("/health")).json() == {"status": "ok", "packs": 2}
+        health = (await c.get("/health")).json()
+        assert {k: health[k] for k in ("status", "packs")} == {"status": "ok", "packs": 2}
+        assert health["index"]["phase"] == "ready" and health["index"]["mode"] == "hybrid"
+        assert "alpha" not in str(health)  # no pack named to a caller without a key
         assert (await c.get("/packs")).json() == {"packs": []}
         r = await c.get("/packs", headers=bearer("sk-alpha"))
         packs = {p["slug"]: p for p in r.json()["packs"]}

@@ -30,6 +30,8 @@ def setup_logging(level: str = "WARNING") -> None:
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if logging.getLogger().level <= logging.WARNING:  # builds and reloads are never silent
+        logging.getLogger("ep_mcp.progress").setLevel(logging.INFO)
 
 
 def resolve_settings(

@@ -338,16 +338,25 @@ def doctor_cmd(as_json: bool) -> None:
     show_default=True,
     help="No-change re-index runs (the median is reported).",
 )
+@click.option(
+    "--query",
+    help="Also time `ep-mcp serve` to its first answer to this query: with no index, then "
+    "restarted with nothing changed.",
+)
 @json_option
 @fail_cleanly
-def bench_index_cmd(pack: Path, provider: str | None, runs: int, as_json: bool) -> None:
+def bench_index_cmd(
+    pack: Path, provider: str | None, runs: int, query: str | None, as_json: bool
+) -> None:
     """Time a full build, a no-change re-index and a one-file change of PACK (fresh processes)."""
     from ep_mcp.bench.index import bench_index, render
 
     if not pack.is_dir():
         raise PackError(f"no pack folder at {pack} — pass the path of a folder of markdown files")
     with tempfile.TemporaryDirectory(prefix="ep-bench-") as work:
-        result = bench_index(pack.resolve(), Path(work), os.environ, provider=provider, runs=runs)
+        result = bench_index(
+            pack.resolve(), Path(work), os.environ, provider=provider, runs=runs, query=query
+        )
     if as_json:
         emit_json(result)
     else:

@@ -195,7 +195,7 @@ class TapIndex:
             _by_path={},
         )
         report = build_index(
-            with_cards, store, embedder, count_tokens, max_tokens=max_tokens, show_progress=False
+            with_cards, store, embedder, count_tokens, max_tokens=max_tokens, show_progress=None
         )
         save_entries(self.folder / CATALOG, entries)
         store.set_meta("tap_key", full_key)

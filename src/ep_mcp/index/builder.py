@@ -18,9 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ep_mcp.errors import EmbeddingError
-from ep_mcp.index.chunker import Chunk, chunk_document
+from ep_mcp.index.chunker import Chunk, chunk_document, whole_text
 from ep_mcp.index.embed.base import Embedder
-from ep_mcp.index.progress import Progress
+from ep_mcp.index.progress import Observer, Progress
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite
 from ep_mcp.index.schema import FORMAT_VERSION
 from ep_mcp.index.store import Store
@@ -95,7 +95,19 @@ def _memo(count: Callable[[str], int]) -> Callable[[str], int]:
             n = seen[text] = count(text)
         return n
 
+    counted.seen = seen  # type: ignore[attr-defined]
     return counted
+
+
+def _count_at_once(
+    counter: Callable[[str], int], memo: Callable[[str], int], texts: list[str]
+) -> None:
+    """Count many texts in one call when the counter can (``counter.batch``: the tokenizer
+    runs them in parallel); most files are one chunk, so this covers most counts of a build."""
+    batch = getattr(counter, "batch", None)
+    todo = [t for t in dict.fromkeys(texts) if t]
+    if batch is not None and len(todo) > 1:
+        memo.seen.update(zip(todo, batch(todo), strict=True))  # type: ignore[attr-defined]
 
 
 def _records(chunks: Sequence[Chunk], count: Callable[[str], int]) -> tuple[ChunkRecord, ...]:
@@ -122,6 +134,7 @@ def _embed_missing(
     texts: Sequence[str],
     count: Callable[[str], int],
     show_progress: bool | None,
+    observer: Observer | None = None,
 ) -> tuple[dict[str, npt.NDArray[np.float32]], int]:
     """Vectors for every text, from the cache where possible; returns (key → vector, computed).
 
@@ -137,7 +150,7 @@ def _embed_missing(
     if not todo:
         return found, 0
     items = sorted(todo.items(), key=lambda item: count(item[1]))
-    progress = Progress("embedding chunks", len(items), enabled=show_progress)
+    progress = Progress("embedding chunks", len(items), enabled=show_progress, observer=observer)
     done = 0
     try:
         for start in range(0, len(items), CACHE_FLUSH):
@@ -200,14 +213,19 @@ def build_index(
     prefix_template: str = "",
     show_progress: bool | None = None,
     on_embedding_error: Literal["raise", "defer"] = "raise",
+    lexical_first: bool = False,
+    observer: Observer | None = None,
 ) -> BuildReport:
     """Bring the index up to date with the pack (SPEC §2). Safe to interrupt at any point.
 
     ``on_embedding_error="defer"``: a provider failure does not stop the build — chunks left
     without a vector are marked pending (see the module docstring); otherwise it propagates.
+    ``lexical_first``: embed nothing now — vectors already in the embedding cache are used,
+    every other chunk is committed pending, for a later build (the server's backfill) to
+    embed. ``observer`` hears (done, total) of the embedding as it goes.
     """
     started = time.perf_counter()
-    count_tokens = _memo(count_tokens)
+    counter, count_tokens = count_tokens, _memo(count_tokens)
     features = features_for(embedder, max_tokens, prefix_template)
     rebuild = store.features() != features
     states: Mapping[str, tuple[str, str | None]] = {} if rebuild else store.file_states()
@@ -219,19 +237,25 @@ def build_index(
         for d in docs
         if states.get(d.path) != (d.file_hash, d.sidecar.file_hash if d.sidecar else None)
     ]
+    _count_at_once(counter, count_tokens, [whole_text(d) for d in changed])
     chunked = {
         d.path: chunk_document(d, count_tokens, max_tokens, prefix_template) for d in changed
     }
     all_chunks = [c for d in changed for c in chunked[d.path]]
-    waiting = [] if rebuild or embedder is None else store.pending_texts()
+    waiting = [] if rebuild or embedder is None or lexical_first else store.pending_texts()
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     computed = 0
     error: EmbeddingError | None = None
-    if embedder is not None and (all_chunks or waiting):
+    if embedder is not None and lexical_first and all_chunks:
+        keys = sorted({cache_key(embedder, c.indexed_text) for c in all_chunks})
+        vectors = store.cached_vectors(keys)
+    elif embedder is not None and (all_chunks or waiting):
         # pending chunks of earlier builds first: they have waited longest
         texts = [t for _, t in waiting] + [c.indexed_text for c in all_chunks]
         try:
-            vectors, computed = _embed_missing(store, embedder, texts, count_tokens, show_progress)
+            vectors, computed = _embed_missing(
+                store, embedder, texts, count_tokens, show_progress, observer
+            )
         except PartialEmbedding as partial:
             if on_embedding_error == "raise":
                 raise partial.error from None
@@ -250,7 +274,8 @@ def build_index(
             store.fill_pending(filled)
             for doc in changed:
                 store.write_file(
-                    _file_write(doc, chunked[doc.path], embedder, vectors, count_tokens)
+                    _file_write(doc, chunked[doc.path], embedder, vectors, count_tokens),
+                    new=rebuild or doc.path not in states,
                 )
             store.finish_build(features)
     pending = store.pending_count() if embedder is not None else 0
@@ -277,7 +302,9 @@ def build_index(
         report.embedded,
         report.seconds,
     )
-    if pending:
+    if pending and lexical_first:
+        logger.info("%s: %d chunk(s) indexed lexically, to be embedded next", pack.slug, pending)
+    elif pending:
         logger.warning(
             "%s: %d chunk(s) await embeddings (%s) — they are found lexically until the next "
             "build embeds them",

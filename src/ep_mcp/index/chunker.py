@@ -146,6 +146,12 @@ def _first_content_line(lines: Sequence[str], start: int) -> int:
     return start
 
 
+def whole_text(doc: Document) -> str:
+    """The text of a document's one-chunk form (what ``chunk_document`` counts first)."""
+    lines = doc.text.splitlines(keepends=True)
+    return "".join(lines[_first_content_line(lines, doc.body_line) - 1 :])
+
+
 def chunk_document(
     doc: Document,
     count_tokens: TokenCounter,

@@ -1,39 +1,94 @@
-"""Progress on stderr for long work: count, rate and ETA, only when stderr is a terminal."""
+"""Progress of long work (count, rate, ETA): a bar on a terminal, log lines everywhere else.
+
+On a terminal the bar redraws in place on stderr. Under a desktop host, systemd or CI (stderr
+not a terminal) the same progress goes to the ``ep_mcp.progress`` logger instead — one line
+at the start, one every ``LOG_EVERY_S`` seconds and one at the end — so a long build is never
+silent. Log records go wherever logging is configured (the CLI: stderr, never stdout).
+"""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
+
+logger = logging.getLogger("ep_mcp.progress")
+
+LOG_EVERY_S = 10.0  # seconds between progress log lines when stderr is not a terminal
+
+Observer = Callable[[int, int], None]  # told (done, total) after every step
 
 
 class Progress:
+    """``enabled``: True draws the bar, False is silent, None picks (bar on a terminal, else
+    log lines). ``observer`` hears (done, total) after every step whatever is shown."""
+
     def __init__(
-        self, label: str, total: int, stream: TextIO | None = None, enabled: bool | None = None
+        self,
+        label: str,
+        total: int,
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
+        *,
+        observer: Observer | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.label = label
         self.total = total
         self.done = 0
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
-        self._start = time.monotonic()
+        tty = _isatty(self.stream)
+        self.enabled = tty if enabled is None else enabled  # the bar
+        self.logs = enabled is None and not tty and total > 0
+        self.observer = observer
+        self._clock = clock
+        self._start = clock()
         self._last = 0.0
+        self._logged = self._start
+        if self.logs:
+            logger.info("%s: %d to do", self.label, self.total)
+        if observer is not None:
+            observer(0, total)
 
     def advance(self, n: int = 1) -> None:
         self.done += n
-        now = time.monotonic()
+        now = self._clock()
+        if self.observer is not None:
+            self.observer(self.done, self.total)
         if self.enabled and (now - self._last > 0.2 or self.done >= self.total):
             self._last = now
             self.stream.write("\r" + self.line() + "\033[K")
             self.stream.flush()
+        if self.logs and now - self._logged >= LOG_EVERY_S and self.done < self.total:
+            self._logged = now
+            logger.info("%s", self.line())
 
     def line(self) -> str:
-        elapsed = max(time.monotonic() - self._start, 1e-6)
+        elapsed = max(self._clock() - self._start, 1e-6)
         rate = self.done / elapsed
         left = (self.total - self.done) / rate if rate > 0 else 0.0
         return f"{self.label} {self.done}/{self.total} · {rate:.1f}/s · ETA {left:.0f}s"
+
+    def eta_s(self) -> float | None:
+        """Seconds left at the current rate (None before the first step)."""
+        elapsed = self._clock() - self._start
+        if not self.done or elapsed <= 0:
+            return None
+        return (self.total - self.done) / (self.done / elapsed)
 
     def close(self) -> None:
         if self.enabled and self.total:
             self.stream.write("\n")
             self.stream.flush()
+        if self.logs:
+            elapsed = self._clock() - self._start
+            logger.info("%s: %d/%d done in %.1fs", self.label, self.done, self.total, elapsed)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or odd stream: not a terminal
+        return False

@@ -170,10 +170,12 @@ class Store:
             self._conn.execute("DELETE FROM chunks WHERE path=?", (path,))
             self._conn.execute("DELETE FROM files WHERE path=?", (path,))
 
-    def write_file(self, item: FileWrite) -> None:
-        """Replace one file's record, chunks, lexical rows and vectors."""
+    def write_file(self, item: FileWrite, *, new: bool = False) -> None:
+        """Replace one file's record, chunks, lexical rows and vectors (``new``: the index
+        holds nothing of the file yet, so there is nothing to remove first)."""
         rec = item.record
-        self.remove_files([rec.path])
+        if not new:
+            self.remove_files([rec.path])
         self._conn.execute(
             "INSERT INTO files(path, file_hash, sidecar_hash, content_hash, title, type, tags, "
             "doc_id, info) VALUES(?,?,?,?,?,?,?,?,?)",

@@ -214,8 +214,8 @@ def _pending_note(run: _Run) -> list[str]:
     if not waiting:
         return []
     return [
-        f"{waiting} chunk(s) await embeddings (the provider failed during indexing) — they "
-        "are found by words only until `ep-mcp index` (or the server) embeds them"
+        f"{waiting} chunk(s) await embeddings — they are found by words only until "
+        "`ep-mcp index` (or the server, in the background) embeds them"
     ]
 
 

@@ -12,6 +12,7 @@ import errno
 import functools
 import logging
 import socket
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -63,7 +64,8 @@ def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None
 
 
 def warm_up(library: Library) -> None:
-    """Load the query model now, so the first client does not wait for it."""
+    """Load the query model now (on a thread beside the server's start), so the first client
+    does not wait for it."""
     if library.embedder is None:
         return
     try:
@@ -81,9 +83,15 @@ def cheap_queries(embedder: object) -> bool:
 
 
 def open_context(
-    settings: Settings, *, build: bool = True, child_env: Mapping[str, str] | None = None
+    settings: Settings,
+    *,
+    build: bool = True,
+    lexical_first: bool | None = None,
+    child_env: Mapping[str, str] | None = None,
 ) -> tuple[ServeContext, KeyRing]:
-    """Open the library (indexes built with progress on stderr), the hub, keys, query log.
+    """Open the library, the hub, keys, query log. Indexes are brought up to date words first
+    (``lexical_first``; None: unless embedding is trivial) — the backfill thread adds the
+    vectors while the service already answers.
 
     ``settings`` come resolved from the edge (`config_env.resolve_environment`: keys, home,
     provider); ``child_env`` is only the environment of the hub's git, gh and claude."""
@@ -94,11 +102,21 @@ def open_context(
     tools()  # load the built-in tools now, before worker threads race to do it
     if settings.home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
-    library = open_library(settings, settings.home, build=build, show_progress=None)
+    library = open_library(
+        settings, settings.home, build=build, show_progress=None, lexical_first=lexical_first
+    )
     for rt in library:
         for warning in rt.pack.warnings:
             logger.warning("%s: %s", rt.slug, warning)
-    warm_up(library)
+        state = rt.build_state()
+        if state["pending"]:
+            logging.getLogger("ep_mcp.progress").info(
+                "pack %s: %d of %d chunks to embed — answers are lexical until they are in",
+                rt.slug,
+                state["pending"],
+                state["chunks"],
+            )
+    threading.Thread(target=warm_up, args=(library,), name="ep-mcp-warm-up", daemon=True).start()
     keys = {rt.slug: rt.config.api_keys for rt in library}
     ring = KeyRing.build(keys, settings.skills.api_keys, settings.env_keys)
     log_path = settings.server.query_log_path

@@ -1,7 +1,10 @@
-"""Background backfill: embed the chunks a build left pending once the provider answers again.
+"""Background backfill: embed the chunks a build left pending, as soon as the server is up.
 
-A build that loses its embedding provider commits lexically and marks the chunks without a
-vector pending (see ``index.builder``). While serving, this daemon thread looks every
+The server's own start-up build commits lexically and leaves every new vector pending
+(``lexical_first``), so it answers at once; this thread then embeds them and the pack turns
+hybrid when all are in (one write). A build that loses its embedding provider also commits
+lexically and marks the chunks without a vector pending. While serving, this daemon thread
+runs once at start, then looks every
 ``interval_s`` for packs with pending chunks and, unless the provider's circuit is open, brings
 their vectors in (``PackRuntime.backfill``). When the cool-down ends the backfill may be the
 probe that closes the circuit again, so recovery needs no query.
@@ -15,6 +18,7 @@ import threading
 from collections.abc import Iterator
 
 from ep_mcp.errors import EpMcpError
+from ep_mcp.index.buildstate import BuildCancelled
 from ep_mcp.index.embed.breaker import accepts_calls
 from ep_mcp.runtime import Library
 
@@ -35,15 +39,21 @@ class Backfill:
 
     def stop(self) -> None:
         self._stop.set()
+        for rt in self.library:  # an embedding run in progress stops at its next batch
+            rt.building.cancel()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while True:
             try:
                 self.run_once()
+            except BuildCancelled:
+                return
             except Exception:  # the thread must never take the server down
                 logger.exception("embedding backfill failed — it will try again")
+            if self._stop.wait(self.interval_s):
+                return
 
     def run_once(self) -> int:
         """One pass over the served packs; returns how many chunks got their vector."""
@@ -63,11 +73,12 @@ class Backfill:
                 done = before - report.pending
                 filled += done
                 if done:
-                    logger.info(
-                        "pack %s: %d pending chunk(s) embedded, %d left",
+                    logging.getLogger("ep_mcp.progress").info(
+                        "pack %s: %d chunk(s) embedded, %d left — answers are %s",
                         rt.slug,
                         done,
                         report.pending,
+                        "hybrid" if not report.pending else "partly lexical",
                     )
         self.filled += filled
         return filled

@@ -27,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 
 from ep_mcp.config import ServerSettings
 from ep_mcp.index.artifact import served_version
+from ep_mcp.index.buildstate import overall
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import ServeContext, build_server
 from ep_mcp.serve.middleware import (
@@ -173,7 +174,8 @@ def create_app(
     mcp = McpEndpoint(serve, ring, managers, server.max_body_bytes)
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "packs": len(serve.library.slugs())})
+        index = overall([rt.build_state() for rt in serve.library])
+        return JSONResponse({"status": "ok", "packs": len(serve.library.slugs()), "index": index})
 
     async def packs(request: Request) -> Response:
         """The packs this caller may see (keyed packs only with their key)."""
@@ -193,6 +195,7 @@ def create_app(
                     "auth": "api_key" if p.slug in ring.keyed else "none",
                     "mcp": f"/packs/{p.slug}/mcp",
                     "artifact_version": served_version(rt.config),  # None: not an artifact
+                    "index": rt.build_state(),
                 }
             )
         return JSONResponse({"packs": out})

@@ -224,7 +224,7 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
         try:
             scheme, slug, rest = resources.split_uri(uri)
             rt = view.runtime(slug)
-            mime, text = resources.read(rt.pack, scheme, rest)
+            mime, text = resources.read(rt.pack, scheme, rest, rt.build_state)
         except EpMcpError as exc:
             raise _not_found(str(exc), uri) from None
         return types.ReadResourceResult(

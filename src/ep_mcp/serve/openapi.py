@@ -30,7 +30,22 @@ ERROR = {
 HEALTH = {
     "type": "object",
     "required": ["status", "packs"],
-    "properties": {"status": {"type": "string"}, "packs": {"type": "integer", "minimum": 0}},
+    "properties": {
+        "status": {"type": "string"},
+        "packs": {"type": "integer", "minimum": 0},
+        "index": {
+            "type": "object",
+            "description": "The index build over all packs: phase (ready, embedding, lexical, "
+            "lexical-only), mode (hybrid or lexical), chunks, embedded, pending",
+            "properties": {
+                "phase": {"type": "string"},
+                "mode": {"type": "string"},
+                "chunks": {"type": "integer", "minimum": 0},
+                "embedded": {"type": "integer", "minimum": 0},
+                "pending": {"type": "integer", "minimum": 0},
+            },
+        },
+    },
 }
 PACKS = {
     "type": "object",

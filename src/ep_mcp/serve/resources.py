@@ -7,7 +7,7 @@ A file URI is served only when its decoded path is exactly a file the pack reade
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
@@ -58,6 +58,13 @@ def static_resources(pack: Pack) -> list[ResourceInfo]:
             f"ep://{slug}/authority",
             f"{slug} authority boundary",
             "What this pack may and may not answer.",
+            JSON,
+        ),
+        ResourceInfo(
+            f"ep://{slug}/status",
+            f"{slug} index status",
+            "The index build: phase, mode (lexical until the embeddings are in, then hybrid), "
+            "chunks, embedded, pending, progress.",
             JSON,
         ),
         ResourceInfo(
@@ -166,8 +173,11 @@ def _decoded(raw: str) -> str:
         raise NotFoundError("not a file of this pack") from None
 
 
-def read(pack: Pack, scheme: str, rest: str) -> tuple[str, str]:
-    """(mime type, text) of one resource of ``pack``; NotFoundError for anything else."""
+def read(
+    pack: Pack, scheme: str, rest: str, status: Callable[[], object] | None = None
+) -> tuple[str, str]:
+    """(mime type, text) of one resource of ``pack``; NotFoundError for anything else.
+    ``status`` gives the index build's state (``ep://{slug}/status``)."""
     if scheme == "skill":
         snap = snapshot_of(pack)
         f = snap.files.get(f"skill://{pack.slug}/{rest}") if snap is not None else None
@@ -180,6 +190,8 @@ def read(pack: Pack, scheme: str, rest: str) -> tuple[str, str]:
         return JSON, _dump(authority_doc(pack))
     if rest == "files":
         return JSON, _dump(files_doc(pack))
+    if rest == "status" and status is not None:
+        return JSON, _dump({"pack": pack.slug, **dict(status())})  # type: ignore[call-overload]
     if rest.startswith("file/"):
         doc = pack.document(_decoded(rest[len("file/") :]))
         if doc is not None:
@@ -188,5 +200,6 @@ def read(pack: Pack, scheme: str, rest: str) -> tuple[str, str]:
             f"not a file of pack '{pack.slug}' — list them at ep://{pack.slug}/files"
         )
     raise NotFoundError(
-        f"unknown resource of pack '{pack.slug}' — use manifest, authority, files or file/{{path}}"
+        f"unknown resource of pack '{pack.slug}' — use manifest, authority, status, files or "
+        "file/{path}"
     )

@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ep_mcp.errors import EpMcpError
 from ep_mcp.runtime import Library, PackRuntime
 
 logger = logging.getLogger(__name__)
+progress_log = logging.getLogger("ep_mcp.progress")  # shown by the CLI at its default level
 
 DEBOUNCE_MS = 400
 IGNORED_DIRS = frozenset({".ep-mcp", ".git", "__pycache__", "node_modules"})
@@ -95,6 +96,7 @@ class PackWatcher:
             logger.exception("file watcher stopped — restart the server to re-enable reload")
 
     def reload(self, changed: Iterable[str]) -> None:
+        changed = list(changed)
         for rt in owners(changed, self.library):
             try:
                 report = rt.reload()
@@ -110,15 +112,28 @@ class PackWatcher:
                 continue
             self.reloads += 1
             if report is not None:
-                logger.info(
-                    "pack %s reloaded: %d changed, %d removed (%.2fs)",
+                progress_log.info(
+                    "pack %s reloaded: %d changed, %d removed (%.2fs)%s",
                     rt.slug,
                     report.changed,
                     report.removed,
                     report.seconds,
+                    _which(changed, rt.pack.root),
                 )
             if self.on_reload is not None:
                 self.on_reload(rt)
+
+
+def _which(paths: Sequence[str], root: Path, shown: int = 5) -> str:
+    """': a.md, b.md (+3 more)' — the files of ``root`` among the watcher's paths."""
+    mine, root = [], root.resolve()
+    for p in paths:
+        with contextlib.suppress(ValueError):
+            mine.append(Path(p).resolve().relative_to(root).as_posix())
+    if not mine:
+        return ""
+    more = f" (+{len(mine) - shown} more)" if len(mine) > shown else ""
+    return ": " + ", ".join(sorted(mine)[:shown]) + more
 
 
 @contextlib.contextmanager

@@ -11,10 +11,15 @@ from ep_mcp.index.embed.base import Embedder
 
 
 def token_counter() -> Callable[[str], int]:
-    """Tokens as the embedding model counts them (the chunk ceiling uses this count)."""
-    from ep_mcp.index.embed.local import count_tokens
+    """Tokens as the embedding model counts them (the chunk ceiling uses this count); its
+    ``batch`` attribute counts many texts in one parallel call."""
+    from ep_mcp.index.embed.local import count_tokens, count_tokens_batch
 
-    return count_tokens
+    def counted(text: str) -> int:
+        return count_tokens(text)
+
+    counted.batch = count_tokens_batch  # type: ignore[attr-defined]
+    return counted
 
 
 def make_embedder(settings: Settings) -> Embedder | None:

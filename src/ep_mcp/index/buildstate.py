@@ -1,0 +1,117 @@
+"""Where one pack's index build stands, for `/health`, ``ep://{slug}/status`` and answers' notes.
+
+A served pack is answered lexically as soon as its words are indexed; its vectors are computed
+in the background and swapped in when all of them are in. ``BuildState`` is what the runtime
+tells readers meanwhile: the phase, and the embedding's progress (done, total, ETA).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+class BuildCancelled(Exception):  # a signal, not an error
+    """Raised inside a background embedding run when the server stops; nothing is committed
+    (the vectors computed so far are in the embedding cache for the next run)."""
+
+
+Phase = Literal["lexical", "embedding", "ready", "lexical-only"]
+
+
+@dataclass
+class BuildState:
+    """Thread-safe: the backfill thread writes, request handlers read."""
+
+    clock: Callable[[], float] = time.monotonic
+    embedding: bool = False  # a background embedding run is in progress
+    done: int = 0
+    total: int = 0
+    _started: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Around a background embedding run."""
+        with self._lock:
+            self.embedding, self.done, self.total, self._started = True, 0, 0, self.clock()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.embedding = False
+
+    def observe(self, done: int, total: int) -> None:
+        """The embedding's progress (an ``index.progress.Observer``); raises BuildCancelled
+        in a background run once ``cancel`` was called."""
+        with self._lock:
+            self.done, self.total = done, total
+            if self.embedding and self._cancel.is_set():
+                raise BuildCancelled("the server is stopping")
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def snapshot(self, chunks: int, pending: int, dense: bool) -> dict[str, Any]:
+        """The state as JSON-ready data: phase, chunks, embedded, pending, progress."""
+        with self._lock:
+            embedding, done, total, started = self.embedding, self.done, self.total, self._started
+        phase: Phase
+        if not dense:
+            phase = "lexical-only"
+        elif not pending:
+            phase = "ready"
+        else:
+            phase = "embedding" if embedding else "lexical"
+        out: dict[str, Any] = {
+            "phase": phase,
+            "mode": "hybrid" if dense and not pending else "lexical",
+            "chunks": chunks,
+            "embedded": chunks - pending if dense else 0,
+            "pending": pending if dense else 0,
+        }
+        if phase == "embedding":
+            elapsed = self.clock() - started
+            eta = (total - done) / (done / elapsed) if done and elapsed > 0 else None
+            out["progress"] = {"done": done, "total": total, "eta_s": _round(eta)}
+        return out
+
+
+PHASES: tuple[Phase, ...] = ("embedding", "lexical", "lexical-only", "ready")  # least done first
+
+
+def overall(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The state of several packs at once (``/health``: no pack named, keyed or not)."""
+    phase = min((s["phase"] for s in states), key=PHASES.index, default="ready")
+    pending = sum(s["pending"] for s in states)
+    return {
+        "phase": phase,
+        "mode": "lexical" if pending or phase == "lexical-only" else "hybrid",
+        "chunks": sum(s["chunks"] for s in states),
+        "embedded": sum(s["embedded"] for s in states),
+        "pending": pending,
+    }
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
+
+
+def building_note(state: dict[str, Any]) -> str | None:
+    """The note an answer carries while its pack's vectors are still being computed."""
+    if state["phase"] not in ("embedding", "lexical"):
+        return None
+    progress = state.get("progress") or {}
+    eta = progress.get("eta_s")
+    how = f"{state['embedded']}/{state['chunks']} chunks embedded"
+    if eta is not None:
+        how += f", about {eta:.0f}s left"
+    return (
+        f"index building: this answer is lexical (words only) — {how}; answers become "
+        "hybrid when the embeddings are in"
+    )
