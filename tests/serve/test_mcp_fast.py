@@ -9,6 +9,7 @@ import httpx2
 import pytest
 
 from ep_mcp.serve import http_app, mcp_fast
+
 from .test_http import LEGACY, MCP_HEADERS, bearer, with_client
 
 
