@@ -118,7 +118,9 @@ def measure_engine(path: Path, name: str, settings: Settings, queries: int) -> E
         added = rss_mb() - before
     finally:
         store.close()
-    return EngineRow(name, round(opened, 2), round(added, 1), *_ms(search), *_ms(vector))
+    cpu_ms = round(cpu * 1000 / max(1, len(search)), 2)
+    (s50, s95), (v50, v95) = _ms(search), _ms(vector)
+    return EngineRow(name, round(opened, 2), round(added, 1), s50, s95, v50, v95, cpu_ms)
 
 
 def scale_row(
