@@ -75,3 +75,21 @@ def test_the_bench_client_reuses_one_connection_and_reads_both_body_framings() -
     out, connections = asyncio.run(_serve_once([b'{"a": 1}', b'chunked:{"b": 2}']))
     assert out == [(200, b'{"a": 1}'), (200, b'{"b": 2}')]
     assert connections == 1
+
+
+@pytest.mark.parametrize(
+    ("transport", "watching", "cpus", "workers"),
+    [
+        ("http", False, 2, 2),
+        ("http", False, 16, 4),
+        ("http", False, 1, 1),
+        ("http", True, 8, 1),
+        ("stdio", False, 8, 1),
+    ],
+)
+def test_http_without_watching_defaults_to_a_worker_per_cpu_up_to_four(
+    transport: str, watching: bool, cpus: int, workers: int
+) -> None:
+    from ep_mcp.cli.serve_cmds import default_workers
+
+    assert default_workers(transport, watching, cpus) == workers

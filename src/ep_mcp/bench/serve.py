@@ -2,7 +2,9 @@
 
 The server runs as a subprocess (so load generator and server do not share a GIL); N
 concurrent clients send `GET /search`, then MCP `tools/call ep_search` (JSON-RPC over
-Streamable HTTP), each phase for a fixed time. Reports requests/s, p50/p95/p99 and errors.
+Streamable HTTP), each phase for a fixed time. Reports requests/s, p50/p95/p99, errors and the
+server's CPU time per request (from /proc, summed over its worker processes): on a shared
+machine latency follows the neighbours' load, CPU per request much less.
 """
 
 from __future__ import annotations
@@ -110,10 +112,47 @@ class Connection:
 
 
 Request = Callable[[Connection, int], Awaitable[bool]]
+CpuClock = Callable[[], float | None]  # CPU seconds the server has used so far (None: unknown)
+
+
+def _ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def server_cpu(pid: int) -> CpuClock:
+    """A clock of the CPU seconds used by ``pid`` and its live descendants (Linux /proc)."""
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def family() -> list[int]:
+        parents: dict[int, int] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                    parents[int(entry.name)] = int(stat[1])
+        found, todo = [pid], [pid]
+        while todo:
+            parent = todo.pop()
+            children = [p for p, pp in parents.items() if pp == parent]
+            found += children
+            todo += children
+        return found
+
+    def clock() -> float | None:
+        if not Path(f"/proc/{pid}/stat").exists():
+            return None
+        total = 0
+        for p in family():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                total += _ticks(p)
+        return total / hz
+
+    return clock
 
 
 async def _phase(
-    host: str, port: int, clients: int, seconds: float, one: Request
+    host: str, port: int, clients: int, seconds: float, one: Request, cpu: CpuClock = lambda: None
 ) -> dict[str, Any]:
     latencies: list[float] = []
     errors = 0
@@ -147,9 +186,12 @@ async def _phase(
         finally:
             await conn.close()
 
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), cpu()
     await asyncio.gather(*(worker(w) for w in range(clients)))
-    elapsed = time.monotonic() - started
+    elapsed, cpu_after = time.monotonic() - started, cpu()
+    cpu_ms = None
+    if cpu_before is not None and cpu_after is not None and latencies:
+        cpu_ms = round((cpu_after - cpu_before) * 1000 / len(latencies), 2)
     return {
         "requests": len(latencies),
         "errors": errors,
@@ -158,11 +200,14 @@ async def _phase(
         "p95_ms": round(percentile(latencies, 95), 1),
         "p99_ms": round(percentile(latencies, 99), 1),
         "max_ms": round(max(latencies, default=0.0), 1),
+        "server_cpu_ms_per_request": cpu_ms,
         "first_error": reasons[0] if reasons else None,
     }
 
 
-async def _load(host: str, port: int, slug: str, clients: int, seconds: float) -> dict[str, Any]:
+async def _load(
+    host: str, port: int, slug: str, clients: int, seconds: float, cpu: CpuClock
+) -> dict[str, Any]:
     targets = ["/search?" + urlencode({"q": q, "pack": slug, "n": 10}) for q in QUERIES]
     mcp_headers = "".join(f"{k}: {v}\r\n" for k, v in MCP_HEADERS.items())
 
@@ -191,8 +236,8 @@ async def _load(host: str, port: int, slug: str, clients: int, seconds: float) -
     await _phase(host, port, clients, min(WARMUP_SECONDS, seconds), search)  # not reported
     await _phase(host, port, clients, min(WARMUP_SECONDS, seconds), mcp)
     return {
-        "search": await _phase(host, port, clients, seconds, search),
-        "mcp_ep_search": await _phase(host, port, clients, seconds, mcp),
+        "search": await _phase(host, port, clients, seconds, search, cpu),
+        "mcp_ep_search": await _phase(host, port, clients, seconds, mcp, cpu),
     }
 
 
@@ -229,7 +274,10 @@ def run_bench(
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(env))
         try:
             slug = _wait_ready(proc, base, log)
-            report = asyncio.run(_load("127.0.0.1", port, slug, clients, seconds))
+            cpu = server_cpu(proc.pid)
+            load_before = _loadavg()
+            report = asyncio.run(_load("127.0.0.1", port, slug, clients, seconds, cpu))
+            report["load_average"] = [load_before, _loadavg()]
         finally:
             proc.terminate()
             try:
@@ -246,6 +294,13 @@ def run_bench(
         "cpus": os.cpu_count(),
         **report,
     }
+
+
+def _loadavg() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 1)
+    except OSError:
+        return None
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], base: str, log: Any) -> str:
@@ -269,16 +324,22 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         f"{report['clients']} clients x {report['seconds_per_phase']:.0f} s per phase, "
         f"pack {report['pack']}, provider {report['provider']}, "
-        f"{report.get('workers', 1)} server worker(s), {report['cpus']} CPUs",
+        f"{report.get('workers', 1)} server worker(s), {report['cpus']} CPUs, "
+        f"load average {' -> '.join(str(x) for x in report.get('load_average', []))}",
         f"{'route':<16}{'requests':>10}{'errors':>8}{'req/s':>9}{'p50':>8}{'p95':>8}"
-        f"{'p99':>8}{'max':>8}  (ms)",
+        f"{'p99':>8}{'max':>8}{'cpu/req':>9}  (ms)",
     ]
     for name in ("search", "mcp_ep_search"):
         r = report[name]
+        cpu = r.get("server_cpu_ms_per_request")
         lines.append(
             f"{name:<16}{r['requests']:>10}{r['errors']:>8}{r['rps']:>9}"
             f"{r['p50_ms']:>8}{r['p95_ms']:>8}{r['p99_ms']:>8}{r['max_ms']:>8}"
+            f"{'-' if cpu is None else cpu:>9}"
         )
+    s_p99, m_p99 = report["search"]["p99_ms"], report["mcp_ep_search"]["p99_ms"]
+    if s_p99:
+        lines.append(f"MCP p99 / search p99: {m_p99 / s_p99:.2f}")
     for name in ("search", "mcp_ep_search"):
         if report[name].get("first_error"):
             lines.append(f"first error on {name}: {report[name]['first_error']}")

@@ -293,3 +293,47 @@ def query_cmd(
         click.echo(f"{r.label:<44} n={r.queries:<4} p50 {r.p50_ms:7.2f} ms  p95 {r.p95_ms:7.2f} ms")
     for key, value in extra.items():
         click.echo(f"{key}: {value}")
+
+
+@bench.command("scale")
+@click.option(
+    "--chunks",
+    "sizes",
+    type=click.IntRange(100, 5_000_000),
+    multiple=True,
+    default=(100_000,),
+    show_default=True,
+    help="Synthetic index size; repeat for several (e.g. --chunks 100000 --chunks 300000).",
+)
+@click.option("--queries", type=click.IntRange(5, 1000), default=50, show_default=True)
+@click.option(
+    "--engine",
+    "engines",
+    type=click.Choice(["numpy", "sqlite-vec"]),
+    multiple=True,
+    help="Vector engines to measure (default: both).",
+)
+@config_option
+@work_option
+@json_option
+@fail_cleanly
+def scale_cmd(
+    sizes: tuple[int, ...],
+    queries: int,
+    engines: tuple[str, ...],
+    config: Path | None,
+    work: Path | None,
+    as_json: bool,
+) -> None:
+    """Build time, file size, RSS and p50/p95 query latency of synthetic N-chunk indexes."""
+    from ep_mcp.bench.scale import ENGINES, render, scale_row
+
+    settings, home = _settings(config, None)
+    base = work or home / "bench"
+    rows = [
+        scale_row(base, n, settings, queries=queries, engines=engines or ENGINES) for n in sizes
+    ]
+    if as_json:
+        emit_json({"scale": [r.to_dict() for r in rows]})
+        return
+    click.echo(render(rows))

@@ -58,6 +58,18 @@ def serve_settings(
     return settings, zero
 
 
+MAX_DEFAULT_WORKERS = 4
+
+
+def default_workers(transport: str, watching: bool, cpus: int | None = None) -> int:
+    """Worker processes when --workers is not given: one per CPU (up to 4) for HTTP, since one
+    process runs Python on one core at a time (2 workers on 2 cores measured best:
+    docs/bench/serve.md); 1 for stdio and while watching files (one process re-indexes)."""
+    if transport != "http" or watching:
+        return 1
+    return max(1, min(cpus or os.cpu_count() or 1, MAX_DEFAULT_WORKERS))
+
+
 @main.command("serve")
 @click.argument("packs", nargs=-1, type=click.Path(file_okay=False))
 @config_option
@@ -79,9 +91,9 @@ def serve_settings(
 @click.option(
     "--workers",
     type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="HTTP worker processes; each opens the read-only index (no --watch with more than 1).",
+    default=None,
+    help="HTTP worker processes; each opens the read-only index (no --watch with more than "
+    "1). Default: one per CPU up to 4 for HTTP without --watch, else 1.",
 )
 @provider_option
 @index_dir_option
@@ -93,7 +105,7 @@ def serve_cmd(
     host: str | None,
     port: int | None,
     watch: bool | None,
-    workers: int,
+    workers: int | None,
     provider: str | None,
     index_dir: Path | None,
 ) -> None:
@@ -108,8 +120,12 @@ def serve_cmd(
     )
     if settings.server.log_level.upper() == "DEBUG":
         logging.getLogger("ep_mcp").setLevel(logging.DEBUG)
-    watching = settings.server.watch and not zero and workers == 1 if watch is None else watch
     chosen = transport or ("stdio" if packs or config is None else settings.server.transport)
+    if workers is None:
+        watching = settings.server.watch and not zero if watch is None else watch
+        workers = default_workers(chosen, watching)
+    else:
+        watching = settings.server.watch and not zero and workers == 1 if watch is None else watch
     if chosen == "stdio" and sys.stdin.isatty():
         click.echo(
             "ep-mcp: speaking MCP over stdio, for a desktop host to launch — to serve HTTP, "

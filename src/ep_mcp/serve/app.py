@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 Transport = Literal["stdio", "http"]
 OnReady = Callable[[str], None]  # told the service's URL once the port is bound
+WORKER_HEALTHCHECK_S = 60
 
 
 def _log_ready(url: str) -> None:
@@ -246,9 +247,10 @@ def run_http_workers(
         functools.partial(worker_app, settings),
         factory=True,
         workers=workers,
-        # a worker busy opening its indexes on a loaded machine is not hung: give it time
-        # before the supervisor's ping (default 5 s) kills and restarts it
-        timeout_worker_healthcheck=30,
+        # uvicorn kills a worker that does not answer its ping within this many seconds; a
+        # worker opening its packs on a busy machine took longer than the default 5 and was
+        # killed and restarted forever
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         **_uvicorn_options(settings.server),  # type: ignore[arg-type]
     )
     sock = bind(settings.server.host, settings.server.port)

@@ -29,6 +29,7 @@ from ep_mcp.config import ServerSettings
 from ep_mcp.index.artifact import served_version
 from ep_mcp.index.buildstate import overall
 from ep_mcp.serve import auth
+from ep_mcp.serve.mcp_fast import answer_tool_call
 from ep_mcp.serve.mcp_server import ServeContext, build_server
 from ep_mcp.serve.middleware import (
     BodyLimitMiddleware,
@@ -134,6 +135,8 @@ class McpEndpoint:
             await _rpc_error(
                 400, -32600, "invalid request: a JSON-RPC id must be a string or an integer"
             )(scope, receive, send)
+            return
+        if await answer_tool_call(manager, scope, body, send):  # a plain stateless tools/call
             return
         await manager.handle_request(scope, replay(body), send)
 

@@ -10,7 +10,6 @@ describe only what the caller may see.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 import mcp_types as types
+import pydantic_core
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
@@ -135,10 +135,10 @@ def error_result(message: str) -> types.CallToolResult:
 def run_tool(view: PackScope, name: str, arguments: dict[str, object]) -> types.CallToolResult:
     """Call a registry tool; every failure becomes an `isError` result, never an exception."""
     started = time.perf_counter()
-    if name not in {s.name for s in tool_specs(view)}:
+    names = [s.name for s in tool_specs(view)]
+    if name not in names:
         return error_result(
-            f"unknown tool {name[:100]!r} — available: "
-            f"{', '.join(s.name for s in tool_specs(view)) or 'none'}"
+            f"unknown tool {name[:100]!r} — available: {', '.join(names) or 'none'}"
         )
     tool_ctx = ToolContext(library=view.library(), hub=view.hub)
     try:
@@ -153,11 +153,11 @@ def run_tool(view: PackScope, name: str, arguments: dict[str, object]) -> types.
         )
     if name == "ep_search" and view.serve.query_log is not None:
         view.serve.query_log.write("mcp", data, arguments, time.perf_counter() - started)
+    # The text block repeats the structured content for clients that only read text (the
+    # spec's SHOULD); serialised once, compactly, in Rust rather than with `json.dumps`.
+    text = pydantic_core.to_json(data, fallback=str).decode("utf-8")
     return types.CallToolResult(
-        content=[
-            types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False, default=str))
-        ],
-        structured_content=data,
+        content=[types.TextContent(type="text", text=text)], structured_content=data
     )
 
 

@@ -1,0 +1,167 @@
+"""`ep-mcp bench scale`: where one machine ends, on synthetic indexes of N chunks.
+
+The index is written straight through the store (`bench.query.synthetic_store`: synthetic
+Zipf text, random 384-d unit vectors, the sqlite-vec mirror when the extension loads), then
+each vector engine opens it read-only, as a server would, and answers hybrid searches with a
+cached query embedding (the vector is given, so the number measures the index, not ONNX).
+Reported per size: build time, file size, the build's peak RSS, and per engine the RSS the
+opened index adds (the numpy engine holds every vector in memory) and p50/p95 latency of the
+whole search and of the vector leg alone.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import resource
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ep_mcp.bench.query import _VOCAB, synthetic_store
+from ep_mcp.config import Settings
+from ep_mcp.eval.metrics import percentile
+from ep_mcp.index.store import Store
+from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.types import SearchRequest
+
+logger = logging.getLogger(__name__)
+
+ENGINES = ("numpy", "sqlite-vec")
+DIM = 384
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    engine: str
+    open_s: float  # open + the first query (the numpy engine loads its matrix then)
+    rss_added_mb: float
+    search_p50_ms: float
+    search_p95_ms: float
+    vector_p50_ms: float
+    vector_p95_ms: float
+    search_cpu_ms: float  # CPU time per search (queries per core = 1000 / this)
+
+
+@dataclass(frozen=True)
+class ScaleRow:
+    chunks: int
+    build_s: float
+    build_cpu_s: float  # CPU time of the build: on a shared machine wall time follows the load
+    reused: bool  # the index was already on disk (build_s is then the open time)
+    file_mb: float
+    build_peak_rss_mb: float
+    engines: tuple[EngineRow, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rss_mb() -> float:
+    """This process's resident set now (Linux /proc; 0 elsewhere)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _queries(n: int, seed: int = 11) -> list[SearchRequest]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        vec = rng.normal(size=DIM).astype(np.float32)
+        vec /= np.linalg.norm(vec)
+        words = " ".join(_VOCAB[int(w)] for w in rng.integers(0, len(_VOCAB), size=4))
+        out.append(SearchRequest(words, k=10, vector=tuple(float(x) for x in vec)))
+    return out
+
+
+def _ms(samples: list[float]) -> tuple[float, float]:
+    return round(percentile(samples, 50), 2), round(percentile(samples, 95), 2)
+
+
+def measure_engine(path: Path, name: str, settings: Settings, queries: int) -> EngineRow:
+    """Open ``path`` read-only with engine ``name`` and time ``queries`` searches."""
+    gc.collect()
+    before = rss_mb()
+    started = time.perf_counter()
+    store = Store(path, read_only=True, vector_engine=name)
+    try:
+        if store.vector_engine != name:
+            raise RuntimeError(f"vector engine {name} is not available here")
+        reqs = _queries(queries + 3)
+        engine.search(store, "synthetic", reqs[0], settings.retrieval, None)
+        opened = time.perf_counter() - started
+        search, vector, cpu = [], [], 0.0
+        for i, req in enumerate(reqs[1:]):
+            assert req.vector is not None
+            t, c = time.perf_counter(), time.process_time()
+            engine.search(store, "synthetic", req, settings.retrieval, None)
+            t2 = time.perf_counter()
+            if i >= 2:
+                cpu += time.process_time() - c
+            store.vector_top(np.asarray(req.vector, dtype=np.float32), 50)
+            t3 = time.perf_counter()
+            if i >= 2:
+                search.append((t2 - t) * 1000)
+                vector.append((t3 - t2) * 1000)
+        added = rss_mb() - before
+    finally:
+        store.close()
+    cpu_ms = round(cpu * 1000 / max(1, len(search)), 2)
+    (s50, s95), (v50, v95) = _ms(search), _ms(vector)
+    return EngineRow(name, round(opened, 2), round(added, 1), s50, s95, v50, v95, cpu_ms)
+
+
+def scale_row(
+    work: Path,
+    chunks: int,
+    settings: Settings,
+    *,
+    queries: int = 50,
+    engines: tuple[str, ...] = ENGINES,
+) -> ScaleRow:
+    """Build (or reuse) the synthetic index of ``chunks`` under ``work`` and measure it."""
+    path = work / f"scale-{chunks}" / "index.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    reused = path.exists()
+    started, cpu = time.perf_counter(), time.process_time()
+    synthetic_store(path, chunks, dim=DIM, vector_engine="auto").close()
+    build, build_cpu = time.perf_counter() - started, time.process_time() - cpu
+    size = sum(p.stat().st_size for p in path.parent.iterdir() if p.is_file()) / 2**20
+    peak = peak_rss_mb()
+    rows = tuple(measure_engine(path, e, settings, queries) for e in engines)
+    return ScaleRow(
+        chunks, round(build, 1), round(build_cpu, 1), reused, round(size, 1), round(peak, 1), rows
+    )
+
+
+def render(rows: list[ScaleRow]) -> str:
+    lines = [
+        f"{'chunks':>9}{'build s':>9}{'cpu s':>8}{'file MB':>9}{'engine':>12}{'RSS+ MB':>9}"
+        f"{'open s':>8}{'search p50':>12}{'p95':>8}{'vector p50':>12}{'p95':>8}  (ms)"
+    ]
+    for r in rows:
+        build = f"{r.build_s}{'*' if r.reused else ''}"
+        for i, e in enumerate(r.engines):
+            head = (
+                f"{r.chunks:>9,}{build:>9}{r.build_cpu_s:>8}{r.file_mb:>9}" if i == 0 else " " * 35
+            )
+            lines.append(
+                f"{head}{e.engine:>12}{e.rss_added_mb:>9}{e.open_s:>8}"
+                f"{e.search_p50_ms:>12}{e.search_p95_ms:>8}{e.vector_p50_ms:>12}"
+                f"{e.vector_p95_ms:>8}{e.search_cpu_ms:>8}"
+            )
+    if any(r.reused for r in rows):
+        lines.append("* reused an index already on disk: the build time is not measured")
+    return "\n".join(lines)
