@@ -260,19 +260,6 @@ class PackRuntime:
         note = building_note(self.build_state()) if self.building.embedding else None
         return dataclasses.replace(result, notes=(note, *result.notes)) if note else result
 
-    def read_raw(self, path: str) -> str:
-        """A file the pack owns, byte for byte as text (frontmatter included).
-
-        Only paths the pack reader listed are served — nothing is resolved against the disk —
-        so `..`, absolute paths and links out of the pack cannot reach another file.
-        """
-        doc = self.pack.document(path[2:] if path.startswith("./") else path)
-        if doc is None:
-            raise NotFoundError(
-                f"'{path}' is not a file of pack '{self.slug}' — list them with ep_list_topics"
-            )
-        return doc.text
-
     def close(self) -> None:
         self.store.close()
         if self._own_executors is not None:

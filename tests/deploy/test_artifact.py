@@ -14,6 +14,7 @@ from ep_mcp.cli import main
 from ep_mcp.index import artifact
 from ep_mcp.index.artifact import ArtifactError
 from ep_mcp.publish import Published, check_location
+from ep_mcp.reading import find_document
 
 
 def _cli(*args: object) -> tuple[int, str, str]:
@@ -167,7 +168,7 @@ def test_serving_an_artifact_needs_only_its_folder(
         assert rt.config.read_only and rt.store.read_only
         hits = rt.search(SearchRequest(query="compost heap aerobic", k=3)).hits
         assert hits and hits[0].source_file == "compost.md"
-        assert "Pinch" not in rt.read_raw("tomatoes.md")
+        assert "Pinch" not in find_document(rt.pack, "tomatoes.md").text
     finally:
         lib.close()
 

@@ -14,6 +14,7 @@ import pytest
 from ep_mcp.config import load_settings
 from ep_mcp.index import artifact
 from ep_mcp.publish import Published
+from ep_mcp.reading import find_document
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.runtime import Library, open_library
 from ep_mcp.serve.artifacts import ArtifactWatcher
@@ -60,7 +61,7 @@ def test_a_new_version_is_swapped_in_under_load_with_no_failed_request(
                     h.text for h in served.get("garden").search(SearchRequest(NEW_WORD, k=3)).hits
                 )
                 answers["new" if found else "old"] += 1
-                served.get("garden").read_raw("compost.md")
+                assert find_document(served.get("garden").pack, "compost.md").text
             except BaseException as exc:
                 errors.append(exc)
 

@@ -14,15 +14,14 @@ import pytest
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.embed import create_embedder
 from ep_mcp.index.embed.base import EmbeddingSpec
-from ep_mcp.index.embed.remote import (
+from ep_mcp.index.embed.providers import (
     PROVIDERS,
     AzureOpenAIEmbedder,
     GeminiEmbedder,
-    HttpEmbedder,
     OpenAIEmbedder,
     VoyageEmbedder,
-    parse_retry_after,
 )
+from ep_mcp.index.embed.remote import HttpEmbedder, parse_retry_after
 from fake_provider import FakeProvider, serve
 
 KEY = "sk-test-SECRET-5f2a9c"

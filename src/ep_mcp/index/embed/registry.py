@@ -43,7 +43,7 @@ def _hashing(spec: EmbeddingSpec, env: dict[str, str]) -> Embedder | None:
 
 def _remote(provider: str) -> EmbedderFactory:
     def factory(spec: EmbeddingSpec, env: dict[str, str]) -> Embedder | None:
-        from ep_mcp.index.embed.remote import PROVIDERS
+        from ep_mcp.index.embed.providers import PROVIDERS
 
         return PROVIDERS[provider](spec, env)
 
