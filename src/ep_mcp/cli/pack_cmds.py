@@ -6,7 +6,6 @@ import dataclasses
 import os
 import tempfile
 import textwrap
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,9 +109,7 @@ def index_cmd(
     With --out DIR the index is published as an artifact for `serve` (docs/deploy.md);
     `ep-mcp index --check DIR` verifies one and exits 1 with one line when it is not sound.
     """
-    from ep_mcp import __version__
     from ep_mcp.cli import artifact_cmds
-    from ep_mcp.index import fastcheck
 
     if check is not None:
         if pack is not None or out is not None:
@@ -121,46 +118,14 @@ def index_cmd(
         return
     if pack is None:
         raise click.UsageError("missing argument PACK (or use --check DIR)")
-    started = time.perf_counter()
     settings = pack_settings(pack, provider, index_dir, config)
     if out is not None:
         artifact_cmds.publish_artifact(settings, out, keep, force, as_json)
         return
-    cfg = settings.packs[0]
-    assert settings.home is not None
-    key = fastcheck.settings_key(cfg, settings.embedding, settings.index, __version__)
-    snap = fastcheck.take_snapshot(cfg.path, key)
-    state = fastcheck.quick_state(cfg.path, cfg.index_dir, settings.home, snap)
-    if state is not None:  # nothing changed since the last build: no parsing, no numpy
-        report = {
-            **state.report,
-            "changed": 0,
-            "removed": 0,
-            "embedded": 0,
-            "reused": 0,
-            "rebuilt": False,
-            "seconds": time.perf_counter() - started,
-        }
-        _print_index(state.slug, state.index, report, state.warnings, as_json)
-        return
-    lib, rt = _open_one(pack, provider, index_dir, build=False, config=config)
-    try:
-        try:
-            built = rt.index(reload=False)
-        except IndexDamagedError:  # met while updating: reopening rebuilds it, once
-            lib.close()
-            lib, rt = _open_one(pack, provider, index_dir, build=False, config=config)
-            built = rt.index(reload=False)
-        warnings = [str(w) for w in rt.pack.warnings]
-        wanted = settings.embedding.provider != "none"
-        complete = (built.vector_engine != "none" or not wanted) and not built.pending
-        if complete:
-            fastcheck.remember(rt.store, snap, rt.slug, dataclasses.asdict(built), warnings)
-        else:  # chunks wait for their vectors: the next run must take the full path
-            fastcheck.forget(rt.store)
-        _print_index(rt.slug, rt.store.path, dataclasses.asdict(built), warnings, as_json)
-    finally:
-        lib.close()
+    from ep_mcp.indexing import update_index
+
+    done = update_index(settings)
+    _print_index(done.slug, done.index, done.report, done.warnings, as_json)
 
 
 def _print_index(
