@@ -363,7 +363,8 @@ def test_replicas_behind_nginx_survive_kill_9_and_switch_to_a_new_artifact(
     (tmp / "replicas.txt").write_text(figures)
     if os.environ.get("EP_MCP_REPLICA_REPORT"):
         Path(os.environ["EP_MCP_REPLICA_REPORT"]).write_text(figures)
-    assert tally.failures == [], tally.failures[:5]
+    logs = f"logs: {tmp}/nginx/error.log, {tmp}/replica{{1,2,3}}.log"  # kept by pytest
+    assert tally.failures == [], (tally.failures[:5], logs)
     assert len(tally.latencies) > CLIENTS * 10
     assert new, "no answer from the new version"
     assert not old or max(old) <= published_at + POLL_S + 1.0, figures

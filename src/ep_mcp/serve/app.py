@@ -174,8 +174,11 @@ def run_stdio(serve: ServeContext, watch: bool) -> None:
 
 
 def _uvicorn_options(server: ServerSettings) -> dict[str, object]:
+    from ep_mcp.serve.wire import OneWriteH11Protocol
+
     level = server.log_level.lower()
     return {
+        "http": OneWriteH11Protocol,  # head and body in one write: a kill -9 cuts no response
         "host": server.host,
         "port": server.port,
         "log_level": level,
