@@ -71,9 +71,6 @@ class RetrievalSettings:
     length_penalty: float = 0.15
     freshness_penalty: float = 0.0
     profile_weight: float = 0.9  # + weight x cosine(query, file title / skill description)
-    heading_match_weight: float = 0.0  # + weight x share of query terms in title and headings
-    section_coverage_weight: float = 0.0  # + weight x share of query terms in the chunk
-    file_support_weight: float = 0.0  # + weight x second-best chunk of the file / best
     mmr: bool = False  # measured neutral at λ 0.95 (SciFact, golden sets); λ 0.7 costs 0.1
     mmr_lambda: float = 0.95
     max_chunks_per_file: int = 2

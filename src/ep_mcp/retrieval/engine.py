@@ -18,7 +18,6 @@ from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, QueryError
 from ep_mcp.index.records import StoredChunk
 from ep_mcp.retrieval import threshold as th
-from ep_mcp.retrieval.answer import AnswerFields, apply_answer_evidence
 from ep_mcp.retrieval.boosts import apply_boosts, apply_filters
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.expand import expand_graph, expand_requires_of
@@ -113,7 +112,6 @@ def search(
     cands = _threshold(run, cands, evidence)
     scale = max((c.score for c in cands), default=0.0)
     cands = _boost(run, cands, scale)
-    cands = _answer(run, cands, scale)
     cands = _profile(run, cands, query, scale)
     cands = _rerank(run, cands)
     picked = _diversify(run, cands)
@@ -245,35 +243,6 @@ def _boost(run: _Run, cands: list[Candidate], scale: float) -> list[Candidate]:
         scale=scale,
     )
     run.trace.stage("boosts", cands, "type/tag hints, always tier, length and freshness penalties")
-    return cands
-
-
-def _answer(run: _Run, cands: list[Candidate], scale: float) -> list[Candidate]:
-    """+ evidence that the chunk's file answers: query terms in its headings and section."""
-    s, rows = run.settings, run.rows
-    weights = (s.heading_match_weight, s.section_coverage_weight, s.file_support_weight)
-    if not (cands and any(w > 0 for w in weights)):
-        return cands
-    fields = {
-        c.chunk_id: AnswerFields(
-            " ".join((rows[c.chunk_id].file.title, *rows[c.chunk_id].chunk.heading_path)),
-            rows[c.chunk_id].chunk.text,
-        )
-        for c in cands
-        if c.chunk_id in rows
-    }
-    cands = apply_answer_evidence(
-        cands,
-        run.legs.terms,
-        fields,
-        heading_weight=s.heading_match_weight,
-        section_weight=s.section_coverage_weight,
-        file_weight=s.file_support_weight,
-        scale=scale,
-    )
-    run.trace.stage(
-        "answer", cands, f"heading {s.heading_match_weight}, section {s.section_coverage_weight}"
-    )
     return cands
 
 
