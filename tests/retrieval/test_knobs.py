@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from ep_mcp.config import Fusion, IndexSettings, PackSettings, RetrievalSettings, Settings
-from ep_mcp.index.embed.base import Matrix
+from ep_mcp.index.embed.base import Embedder, EmbeddingSpec, Matrix
 from ep_mcp.index.embed.fake import HashingEmbedder
+from ep_mcp.index.embed.local import LocalEmbedder
 from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.runtime import PackRuntime
 
@@ -53,7 +54,7 @@ def _axis(dim: int, i: int = 0) -> Matrix:
 
 
 def open_runtime(
-    root: Path, home: Path, embedder: HashingEmbedder | None, **retrieval: object
+    root: Path, home: Path, embedder: Embedder | None, **retrieval: object
 ) -> PackRuntime:
     base = RetrievalSettings(today="2026-06-01", **QUIET)  # type: ignore[arg-type]
     settings = Settings(
@@ -69,7 +70,7 @@ def open_runtime(
 def searcher(make_pack: MakePack, tmp_path: Path) -> Iterator[Callable[..., PackRuntime]]:
     opened: list[PackRuntime] = []
 
-    def make(files: dict[str, str], embedder: HashingEmbedder | None, **retrieval: object):  # type: ignore[no-untyped-def]
+    def make(files: dict[str, str], embedder: Embedder | None, **retrieval: object):  # type: ignore[no-untyped-def]
         home = tmp_path / f"home{len(opened)}"
         rt = open_runtime(make_pack(files), home, embedder, **retrieval)
         opened.append(rt)
@@ -190,3 +191,30 @@ def test_intent_routing_gives_how_questions_the_vector_leg(
     assert result.intent == "HOW"
     assert result.hits[0].source_file == "meaning.md"  # HOW: vector 0.8
     assert files_of(routed, "alpha beta gamma")[0] == "words.md"  # GENERAL again
+
+
+# --- the activation floor with the real model it was calibrated for ---------------------------
+
+HOUSEHOLD = {
+    "kettle.md": "# Descaling a kettle\n\nBoil a mix of water and white vinegar, leave it for an "
+    "hour, then rinse twice to remove limescale.\n",
+    "bike.md": "# Fixing a puncture\n\nLever the tyre off the rim, find the hole in the inner "
+    "tube, roughen the rubber and apply a patch.\n",
+    "tax.md": "# Filing a tax return\n\nGather your income statements and receipts, then submit "
+    "the form online before the January deadline.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def minilm() -> LocalEmbedder:
+    return LocalEmbedder(EmbeddingSpec(model="all-MiniLM-L6-v2-int8", batch_size=2))
+
+
+def test_the_default_floor_empties_an_off_topic_answer_with_the_real_model(
+    searcher: Callable[..., PackRuntime], minilm: LocalEmbedder
+) -> None:
+    rt = searcher(HOUSEHOLD, minilm)
+    assert rt.search(SearchRequest("which team won the football world cup in 1998")).hits == ()
+    assert files_of(rt, "how do I repair a flat bicycle tire")[0] == "bike.md"
+    unfloored = searcher(HOUSEHOLD, minilm, activation_floor=0.0)
+    assert unfloored.search(SearchRequest("which team won the football world cup in 1998")).hits
