@@ -218,3 +218,39 @@ def test_the_default_floor_empties_an_off_topic_answer_with_the_real_model(
     assert files_of(rt, "how do I repair a flat bicycle tire")[0] == "bike.md"
     unfloored = searcher(HOUSEHOLD, minilm, activation_floor=0.0)
     assert unfloored.search(SearchRequest("which team won the football world cup in 1998")).hits
+
+
+# --- graph expansion: decay and the minimum score decide what joins ----------------------------
+
+LINKED = {
+    "panels.md": "# Panels\n\nSolar panels produce DC; tilt and orientation decide the yield.\n"
+    "See [[inverter]] for conversion.\n",
+    "inverter.md": "# Inverters\n\nThe inverter turns panel DC into household AC.\n",
+    "battery.md": "# Battery\n\nSolar yield is stored in a battery bank.\n",
+}
+
+
+def test_a_graph_neighbour_scores_best_times_similarity_times_decay(
+    searcher: Callable[..., PackRuntime],
+) -> None:
+    query = "solar panels tilt orientation yield"
+    options = {"graph_expansion": True, "graph_reserved_slots": 1, "graph_decay": 0.5}
+    rt = searcher(LINKED, HashingEmbedder(256), graph_min_score=0.0, **options)
+    result = rt.search(SearchRequest(query, k=2, explain=True))
+    assert [(h.source_file, h.graph_expanded) for h in result.hits] == [
+        ("panels.md", False),
+        ("inverter.md", True),
+    ]
+    final = {c["candidate"].split("#")[0]: c for c in result.explain[-1]["candidates"]}
+    graph = final["inverter.md"]
+    assert (graph["origin"], graph["via"]) == ("graph", "panels.md")
+    (why,) = [w for w in graph["why"] if w.startswith("graph:")]
+    assert why.startswith("graph: 1 hop(s) from panels.md, similarity ") and "decay 0.500" in why
+    similarity = float(why.split("similarity ")[1].split(" ")[0])
+    assert 0 < similarity < 1
+    expected = final["panels.md"]["final"] * similarity * 0.5
+    assert graph["final"] == pytest.approx(expected, abs=2e-3)
+    strict = searcher(
+        LINKED, HashingEmbedder(256), graph_min_score=similarity * 0.5 + 0.01, **options
+    )
+    assert [h.graph_expanded for h in strict.search(SearchRequest(query, k=2)).hits] == [False] * 2
