@@ -1,11 +1,10 @@
 """Golden-set evaluation over the shared packs (SPEC §10). Run with ``pytest -m golden``.
 
-Each set runs twice, once per split. The dev split keeps the project-wide floor (``EP_EVAL_MIN``,
-default ``recall@5=0.9,mrr=0.7``); the held-out test split has per-pack floors a little below
-what was measured (``TEST_MIN``; ``EP_EVAL_MIN_TEST`` overrides them for every pack), so the gate
-catches a regression on queries no constant was tuned on. "Today" comes from ``EP_EVAL_TODAY``.
-Indexes are cached in pytest's cache folder (or ``EP_EVAL_WORK``) so a rerun only re-embeds what
-changed.
+Each set runs twice, once per split, against per-pack floors a little below what was measured
+(``DEV_MIN`` and ``TEST_MIN``; ``EP_EVAL_MIN`` and ``EP_EVAL_MIN_TEST`` override them for every
+pack), so the gate catches a regression on queries no constant was tuned on; `.ci/run` runs it.
+"Today" comes from ``EP_EVAL_TODAY``. Indexes are cached in pytest's cache folder (or
+``EP_EVAL_WORK``) so a rerun only re-embeds what changed.
 """
 
 from __future__ import annotations
@@ -25,14 +24,23 @@ HERE = Path(__file__).resolve().parent
 
 SETS = sorted(HERE.glob("*.yaml"))
 DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
-# Test-split floors: measured on 2026-06-01 data (docs/BENCHMARKS.md) minus a small margin.
-# Lower them only with a measured reason; never raise them by tuning on the test split.
+# Floors a little under what was measured on 2026-06-01 data (docs/BENCHMARKS.md): on test about
+# one answerable query under (1/44 ≈ 0.023 hit@1), on dev about half a query under (dev sets hold
+# 12-14 answerable queries), so a ranking knob that stops working fails `.ci/run`. Lower them only
+# with a measured reason; never raise them by tuning on the test split.
 TEST_MIN = {
-    "anthropics-skills": "recall@5=0.9,mrr=0.84,negatives_empty_rate=0.35",
-    "blender-3d": "recall@5=0.94,mrr=0.86,negatives_empty_rate=0.35",
-    "home-assistant": "recall@5=0.9,mrr=0.81,negatives_empty_rate=0.15",
-    "obra-superpowers": "recall@5=0.92,mrr=0.89,negatives_empty_rate=0.35",
-    "solar-diy": "recall@5=0.92,mrr=0.86,negatives_empty_rate=0.07",
+    "anthropics-skills": "recall@1=0.79,recall@5=0.9,mrr=0.85,negatives_empty_rate=0.35",
+    "blender-3d": "recall@1=0.84,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.35",
+    "home-assistant": "recall@1=0.76,recall@5=0.9,mrr=0.82,negatives_empty_rate=0.15",
+    "obra-superpowers": "recall@1=0.86,recall@5=0.93,mrr=0.90,negatives_empty_rate=0.35",
+    "solar-diy": "recall@1=0.83,recall@5=0.92,mrr=0.87,negatives_empty_rate=0.07",
+}
+DEV_MIN = {
+    "anthropics-skills": "recall@1=0.89,recall@5=0.9,mrr=0.89",
+    "blender-3d": "recall@1=0.83,recall@5=0.9,mrr=0.87",
+    "home-assistant": "recall@1=0.89,recall@5=0.95,mrr=0.92",
+    "obra-superpowers": "recall@1=0.58,recall@5=0.95,mrr=0.72",
+    "solar-diy": "recall@1=0.88,recall@5=0.95,mrr=0.92",
 }
 
 
@@ -46,7 +54,7 @@ def work(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
 def minimums(pack: str, split: str) -> dict[str, float]:
     if split == "dev":
-        return parse_minimums(os.environ.get("EP_EVAL_MIN", DEFAULT_MIN))
+        return parse_minimums(os.environ.get("EP_EVAL_MIN", DEV_MIN.get(pack, DEFAULT_MIN)))
     return parse_minimums(os.environ.get("EP_EVAL_MIN_TEST", TEST_MIN.get(pack, DEFAULT_MIN)))
 
 
