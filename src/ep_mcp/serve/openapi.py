@@ -7,10 +7,9 @@ contract cannot drift from the code. Error statuses share the one error envelope
 
 from __future__ import annotations
 
-from typing import Any
-
 from ep_mcp.serve.middleware import CODES
 from ep_mcp.serve.search_api import MAX_VECTOR_DIM, QUERY_PARAM, SEARCH_PARAMS
+from ep_mcp.tools.registry import JsonObject
 
 ERROR_STATUSES = (400, 401, 403, 404, 413, 422, 429, 503)
 ERROR = {
@@ -70,17 +69,19 @@ PACKS = {
 }
 
 
-def _json(schema: dict[str, Any] | str, description: str) -> dict[str, Any]:
+def _json(schema: JsonObject | str, description: str) -> JsonObject:
     ref = {"$ref": f"#/components/schemas/{schema}"} if isinstance(schema, str) else schema
     return {"description": description, "content": {"application/json": {"schema": ref}}}
 
 
-def _errors(*statuses: int) -> dict[str, Any]:
-    return {str(s): {"$ref": f"#/components/responses/{CODES[s]}"} for s in statuses}
+def _responses(ok: JsonObject, *errors: int) -> JsonObject:
+    """``ok`` as the 200 response, then a reference to the error envelope per status."""
+    refs = {str(s): {"$ref": f"#/components/responses/{CODES[s]}"} for s in errors}
+    return {"200": ok, **refs}
 
 
-def _search_body() -> dict[str, Any]:
-    props: dict[str, Any] = {
+def _search_body() -> JsonObject:
+    props: JsonObject = {
         QUERY_PARAM.name: {**QUERY_PARAM.schema, "description": QUERY_PARAM.description},
         "query": {**QUERY_PARAM.schema, "description": "Same as `q`."},
     }
@@ -99,7 +100,7 @@ def _search_body() -> dict[str, Any]:
     return {"type": "object", "properties": props}
 
 
-def openapi_document(version: str) -> dict[str, Any]:
+def openapi_document(version: str) -> JsonObject:
     """The OpenAPI 3.1 document of the plain HTTP API."""
     from ep_mcp.tools.pack_tools import SEARCH_OUTPUT
 
@@ -113,8 +114,9 @@ def openapi_document(version: str) -> dict[str, Any]:
         }
         for p in (QUERY_PARAM, *SEARCH_PARAMS)
     ]
-    searched = _json("SearchResult", "Hits, best first, with the mode that answered.")
-    search_errors = _errors(*ERROR_STATUSES)
+    searched = _responses(
+        _json("SearchResult", "Hits, best first, with the mode that answered."), *ERROR_STATUSES
+    )
     security: list[dict[str, list[str]]] = [{}, {"bearer": []}]
     return {
         "openapi": "3.1.0",
@@ -131,7 +133,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                     "summary": "Search a pack",
                     "parameters": params,
                     "security": security,
-                    "responses": {"200": searched, **search_errors},
+                    "responses": searched,
                 },
                 "post": {
                     "operationId": "searchPost",
@@ -141,17 +143,14 @@ def openapi_document(version: str) -> dict[str, Any]:
                         "required": True,
                         "content": {"application/json": {"schema": _search_body()}},
                     },
-                    "responses": {"200": searched, **search_errors},
+                    "responses": searched,
                 },
             },
             "/health": {
                 "get": {
                     "operationId": "health",
                     "summary": "Liveness and the number of packs served",
-                    "responses": {
-                        "200": _json("Health", "The service answers."),
-                        **_errors(429),
-                    },
+                    "responses": _responses(_json("Health", "The service answers."), 429),
                 }
             },
             "/packs": {
@@ -159,7 +158,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                     "operationId": "packs",
                     "summary": "The packs this caller may see",
                     "security": security,
-                    "responses": {"200": _json("Packs", "Visible packs."), **_errors(429)},
+                    "responses": _responses(_json("Packs", "Visible packs."), 429),
                 }
             },
         },

@@ -8,7 +8,6 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -22,9 +21,11 @@ class QueryLog:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(
-        self, via: str, result: Mapping[str, Any], args: Mapping[str, Any], seconds: float
+        self, via: str, result: Mapping[str, object], args: Mapping[str, object], seconds: float
     ) -> None:
-        hits = result.get("results") or []
+        """One line for a search: ``result`` and ``args`` are the tool's JSON, as sent."""
+        found = result.get("results")
+        hits = found if isinstance(found, list) else []
         record = {
             "ts": round(time.time(), 3),
             "via": via,
@@ -36,7 +37,7 @@ class QueryLog:
             "mode": result.get("mode"),
             "hits": len(hits),
             "took_ms": round(seconds * 1000, 2),
-            "top": [h.get("source_file") for h in hits[:3]],
+            "top": [h.get("source_file") if isinstance(h, Mapping) else None for h in hits[:3]],
         }
         line = json.dumps(record, ensure_ascii=False, default=str)
         try:

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ep_mcp.packs.loader import load_pack
-from ep_mcp.serve.web.health import pack_health, requires_cycles
+from ep_mcp.serve.web.health import IndexState, pack_health, requires_cycles
+
+INDEX = IndexState(3, 3, 0, pending=0, model=None, dimension=None, provider=None)
 
 
 def test_requires_cycles_are_found_once_each() -> None:
@@ -33,11 +35,11 @@ def test_health_reports_cycles_orphans_stale_files_and_unreached_files(
     report = {
         "packs": [{"pack": pack.slug, "queries": [{"ranked": ["a.md"]}, {"ranked": ["b.md"]}]}]
     }
-    h = pack_health(pack, {"chunks": 3}, dt.date(2026, 12, 1), report)
-    assert h["orphans"] == ["lonely.md"]
-    assert [sorted(c[:-1]) for c in h["requires_cycles"]] == [["a.md", "b.md"]]
-    assert [f["path"] for f in h["freshness"]["stale_or_expired"]] == ["a.md"]
-    assert h["freshness"]["verified_age"]["never"] == 1
-    assert any("missing-page" in f["message"] for f in h["broken_links"])
-    assert h["coverage"]["never_in_top5"] == ["lonely.md"]
-    assert pack_health(pack, {}, dt.date(2026, 12, 1))["coverage"] is None
+    h = pack_health(pack, INDEX, dt.date(2026, 12, 1), report)
+    assert h.orphans == ("lonely.md",)
+    assert [sorted(c[:-1]) for c in h.requires_cycles] == [["a.md", "b.md"]]
+    assert [f.path for f in h.stale_or_expired] == ["a.md"]
+    assert dict(h.verified_age)["never"] == 1
+    assert any("missing-page" in f.message for f in h.broken_links)
+    assert h.coverage is not None and h.coverage.never_in_top5 == ("lonely.md",)
+    assert pack_health(pack, INDEX, dt.date(2026, 12, 1)).coverage is None

@@ -1,23 +1,27 @@
 """What the workbench asks of the core, one function per fragment, each over a library view
 restricted to the packs the caller's key opens (the same `auth.decide` as `/search`).
 
-These run on a worker thread (`run_sync`); they return the JSON the tools already return,
-and the views turn it into HTML.
+These run on a worker thread (`run_sync`); they return the library's own records (a
+`SearchResult`, a `DocumentRead`, a `PackHealth`) and the views turn them into HTML. Saved
+evaluation reports are JSON read from disk and stay JSON.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ep_mcp.errors import ConfigError, QueryError
 from ep_mcp.eval.report import history, load_report, only_packs
 from ep_mcp.packs.fragments import TOP, split_fragment_id
+from ep_mcp.reading import read_document
+from ep_mcp.reading_results import DocumentRead
 from ep_mcp.retrieval.settings import today_of
-from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.runtime import Library, PackRuntime
-from ep_mcp.tools.registry import ToolContext, call_tool, get_tool, validate_arguments
+from ep_mcp.serve.web.health import IndexState, PackHealth, pack_health
+from ep_mcp.tools.registry import JsonObject, get_tool, validate_arguments
+from ep_mcp.tools.schema import arg_int, arg_opt_str, arg_strs
 
 
 def restricted(lib: Library, allowed: frozenset[str]) -> Library:
@@ -27,47 +31,55 @@ def restricted(lib: Library, allowed: frozenset[str]) -> Library:
     )
 
 
-def search(lib: Library, args: Mapping[str, Any]) -> dict[str, Any]:
+def search(lib: Library, args: Mapping[str, object]) -> SearchResult:
     """`ep_search`'s arguments, checked against its schema, answered with provenance and the
     explain trace (the data of `ep-mcp search --reconstruct --explain --json`)."""
     validate_arguments(get_tool("ep_search"), args)
-    rt = lib.get(args.get("pack"))
+    rt = lib.get(arg_opt_str(args, "pack"))
     query = str(args["query"])
     if not query.strip():
         raise QueryError("the query is blank — type some words to search for")
     request = SearchRequest(
         query=query,
-        k=int(args.get("max_results", 10)),
-        type=args.get("type") or None,
-        tags=tuple(args.get("tags") or ()),
+        k=arg_int(args, "max_results", 10),
+        type=arg_opt_str(args, "type"),
+        tags=arg_strs(args, "tags") or (),
         reconstruct=True,
         explain=True,
     )
-    result: dict[str, Any] = rt.search(request).to_dict()
-    return result
+    return rt.search(request)
 
 
-def read(lib: Library, args: Mapping[str, Any]) -> dict[str, Any]:
-    """`ep_read` through the registry; centred on a section, with its neighbours."""
-    fragment = split_fragment_id(str(args.get("id") or args.get("path") or ""))
-    centred = "section" in args or (fragment is not None and fragment[1] != TOP)
-    return call_tool(ToolContext(library=lib), "ep_read", {**args, "neighbors": centred})
+def read(lib: Library, args: Mapping[str, str]) -> DocumentRead:
+    """`ep_read`'s arguments (`id` or `path`, maybe `section`, `pack`), checked against its
+    schema, answered as `ep_read` answers them; centred on a section, with its neighbours."""
+    doc_id, path, section = args.get("id"), args.get("path"), args.get("section")
+    fragment = split_fragment_id(doc_id or path or "")
+    centred = section is not None or (fragment is not None and fragment[1] != TOP)
+    validate_arguments(get_tool("ep_read"), {**args, "neighbors": centred})
+    if (path is None) == (doc_id is None):
+        raise QueryError("ep_read: pass exactly one of `path` or `id`")
+    if section is None and fragment is not None:  # a fragment id: its file, at its section
+        ref, anchor, digest = fragment
+        path, doc_id = None, ref  # an id or a path: `id` resolves both
+        if anchor != TOP:
+            section = f"{anchor}:{digest}" if digest else anchor
+    rt = lib.get(arg_opt_str(args, "pack"))
+    return read_document(rt.pack, path=path, doc_id=doc_id, section=section, neighbors=centred)
 
 
-def index_state(rt: PackRuntime) -> dict[str, Any]:
+def index_state(rt: PackRuntime) -> IndexState:
     features = rt.store.features()
     counts = rt.store.counts()
-    pending = counts.get("pending", 0)
-    return {
-        "files indexed": counts.get("files"),
-        "chunks": counts.get("chunks"),
-        "vectors": counts.get("vectors"),
-        "embeddings pending": pending,
-        "build": "complete" if not pending else f"{pending} chunks wait for embeddings",
-        "model": features.get("model") or "none (lexical only)",
-        "dimension": features.get("dimension") or "-",
-        "provider": features.get("provider") or "-",
-    }
+    return IndexState(
+        files=counts.get("files"),
+        chunks=counts.get("chunks"),
+        vectors=counts.get("vectors"),
+        pending=counts.get("pending", 0),
+        model=features.get("model"),
+        dimension=features.get("dimension"),
+        provider=features.get("provider"),
+    )
 
 
 def report_names(rt: PackRuntime) -> set[str]:
@@ -80,13 +92,11 @@ def reports_dir(lib: Library) -> Path | None:
     return home / "reports" if home is not None else None
 
 
-def latest_reports(
-    lib: Library, names: set[str]
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def latest_reports(lib: Library, names: set[str]) -> tuple[JsonObject | None, JsonObject | None]:
     """The newest saved report that covers any of ``names``, and the one before it (both
     restricted to those packs); unreadable files are skipped."""
     folder = reports_dir(lib)
-    found: list[dict[str, Any]] = []
+    found: list[JsonObject] = []
     for path in history(folder) if folder is not None else []:
         try:
             report = only_packs(load_report(path), names)
@@ -99,9 +109,7 @@ def latest_reports(
     return (found[0] if found else None, found[1] if len(found) > 1 else None)
 
 
-def health(lib: Library, slug: str | None) -> dict[str, Any]:
-    from ep_mcp.serve.web.health import pack_health
-
+def health(lib: Library, slug: str | None) -> PackHealth:
     rt = lib.get(slug)
     report, _ = latest_reports(lib, report_names(rt))
     return pack_health(

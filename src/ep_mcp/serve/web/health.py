@@ -1,21 +1,22 @@
 """Pack health: what a pack author should fix, gathered from the pack, its index and the
 latest evaluation report — validate findings, freshness, navigation and graph, retrieval
-coverage, index state. `pack_health` returns JSON-ready data; `health_html` draws it.
+coverage, index state. `pack_health` gathers it as frozen records; `health_html` draws them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from ep_mcp.eval import svg
 from ep_mcp.eval.report import never_in_top
-from ep_mcp.packs.models import Pack
+from ep_mcp.packs.models import Pack, PackWarning
 from ep_mcp.packs.references import References
 from ep_mcp.packs.validate import validate_pack
-from ep_mcp.retrieval.freshness import freshness
+from ep_mcp.retrieval.freshness import Freshness, freshness
 from ep_mcp.serve.web.views import e
+from ep_mcp.tools.registry import JsonObject
 
 AGE_BUCKETS = ((30, "< 30 d"), (90, "30-90 d"), (180, "90-180 d"), (365, "180-365 d"))
 
@@ -72,53 +73,116 @@ def _age_bucket(age: int | None) -> str:
     return next((label for limit, label in AGE_BUCKETS if age < limit), "≥ 1 y")
 
 
+@dataclass(frozen=True)
+class IndexState:
+    """What the index holds for a pack; `rows` labels it for the page."""
+
+    files: int | None
+    chunks: int | None
+    vectors: int | None
+    pending: int
+    model: str | None
+    dimension: int | None
+    provider: str | None
+
+    def rows(self) -> tuple[tuple[str, object], ...]:
+        pending = self.pending
+        return (
+            ("files indexed", self.files),
+            ("chunks", self.chunks),
+            ("vectors", self.vectors),
+            ("embeddings pending", pending),
+            ("build", "complete" if not pending else f"{pending} chunks wait for embeddings"),
+            ("model", self.model or "none (lexical only)"),
+            ("dimension", self.dimension or "-"),
+            ("provider", self.provider or "-"),
+        )
+
+
+@dataclass(frozen=True)
+class StaleFile:
+    """A retrievable file past its refresh cycle or its `expires_at`."""
+
+    path: str
+    verified_at: str | None
+    refresh: str | None
+    freshness: Freshness
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """From the latest evaluation report: files no golden query had in its top 5."""
+
+    report: object  # the report's `created`, as saved
+    never_in_top5: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PackHealth:
+    pack: str
+    name: str
+    kind: str
+    files: int
+    findings: tuple[PackWarning, ...]
+    stale_or_expired: tuple[StaleFile, ...]
+    verified_age: tuple[tuple[str, int], ...]  # (age bucket, files), youngest first
+    orphans: tuple[str, ...]
+    requires_cycles: tuple[tuple[str, ...], ...]
+    coverage: Coverage | None
+    index: IndexState
+
+    @property
+    def broken_links(self) -> tuple[PackWarning, ...]:
+        return tuple(f for f in self.findings if "does not match any" in f.message)
+
+
+def _report_names(report: JsonObject) -> set[object]:
+    packs = report.get("packs")
+    rows = packs if isinstance(packs, list) else []
+    return {row.get("pack") for row in rows if isinstance(row, dict)}
+
+
 def pack_health(
     pack: Pack,
-    index: Mapping[str, Any],
+    index: IndexState,
     today: dt.date,
-    report: Mapping[str, Any] | None = None,
+    report: JsonObject | None = None,
     unit_of: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Everything the health page shows, as data."""
-    findings: list[dict[str, Any]] = [
-        {"path": w.path, "line": w.line, "message": w.message} for w in validate_pack(pack)
-    ]
-    files, histogram = [], dict.fromkeys([b for _, b in AGE_BUCKETS] + ["≥ 1 y", "never"], 0)
+) -> PackHealth:
+    """Everything the health page shows."""
+    files: list[StaleFile] = []
+    histogram = dict.fromkeys([b for _, b in AGE_BUCKETS] + ["≥ 1 y", "never"], 0)
     for doc in pack.documents:
         if doc.navigation:
             continue
         f = freshness(doc.verified_at, doc.refresh, pack.refresh_cycle, doc.expires_at, today)
         histogram[_age_bucket(f.verified_age_days)] += 1
         if f.age_stale or f.expired:
-            files.append({"path": doc.path, "verified_at": doc.verified_at,
-                          "refresh": doc.refresh or pack.refresh_cycle, **f.to_dict()})  # fmt: skip
+            files.append(StaleFile(doc.path, doc.verified_at, doc.refresh or pack.refresh_cycle, f))
     retrievable = [d.path for d in pack.documents if not d.navigation]
-    coverage: dict[str, Any] | None = None
+    coverage: Coverage | None = None
     if report is not None:
-        names = {p.get("pack") for p in report.get("packs", [])}
-        name = pack.slug if pack.slug in names else pack.root.name
+        name = pack.slug if pack.slug in _report_names(report) else pack.root.name
         units = unit_of or {}
         by_unit: dict[str, list[str]] = {}
         for path in retrievable:
             by_unit.setdefault(units.get(path, path), []).append(path)
         missed_units = set(never_in_top(report, name, by_unit, k=5))
-        coverage = {
-            "report": report.get("created"),
-            "never_in_top5": sorted(p for u in missed_units for p in by_unit[u]),
-        }
-    return {
-        "pack": pack.slug,
-        "name": pack.name,
-        "kind": pack.kind,
-        "files": len(pack.documents),
-        "findings": findings,
-        "broken_links": [f for f in findings if "does not match any" in f["message"]],
-        "freshness": {"stale_or_expired": files, "verified_age": histogram},
-        "orphans": orphans(pack),
-        "requires_cycles": requires_cycles(_requires_graph(pack)),
-        "coverage": coverage,
-        "index": dict(index),
-    }
+        never = tuple(sorted(p for u in missed_units for p in by_unit[u]))
+        coverage = Coverage(report.get("created"), never)
+    return PackHealth(
+        pack=pack.slug,
+        name=pack.name,
+        kind=pack.kind,
+        files=len(pack.documents),
+        findings=tuple(validate_pack(pack)),
+        stale_or_expired=tuple(files),
+        verified_age=tuple(histogram.items()),
+        orphans=tuple(orphans(pack)),
+        requires_cycles=tuple(tuple(c) for c in requires_cycles(_requires_graph(pack))),
+        coverage=coverage,
+        index=index,
+    )
 
 
 def _list(items: Sequence[str], empty: str) -> str:
@@ -127,41 +191,42 @@ def _list(items: Sequence[str], empty: str) -> str:
     return "<ul>" + "".join(f"<li><code>{e(i)}</code></li>" for i in items) + "</ul>"
 
 
+def _or_dash(value: int | None) -> object:
+    return "-" if value is None else value
+
+
 def _where(path: str, line: int | None) -> str:
     return f"{path}:{line}" if line else path
 
 
-def health_html(h: Mapping[str, Any], eval_hint: str) -> str:
-    idx = h["index"]
+def health_html(h: PackHealth, eval_hint: str) -> str:
     index_rows = "".join(
-        f"<tr><th scope=row>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in idx.items()
+        f"<tr><th scope=row>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in h.index.rows()
     )
     findings = "".join(
-        f"<tr><td><code>{e(_where(f['path'], f['line']))}</code></td><td>{e(f['message'])}</td>"
-        "</tr>"
-        for f in h["findings"]
+        f"<tr><td><code>{e(_where(f.path, f.line))}</code></td><td>{e(f.message)}</td></tr>"
+        for f in h.findings
     )
-    fresh = h["freshness"]
     stale_rows = "".join(
-        f"<tr><td><code>{e(f['path'])}</code></td><td>{e(f['verified_at'] or '-')}</td>"
-        f"<td>{e(f['verified_age_days'] if f['verified_age_days'] is not None else '-')}</td>"
-        f"<td>{e(f['refresh'] or '-')}</td><td>{'stale' if f['age_stale'] else ''}"
-        f"{' expired ' + e(f['expires_at']) if f['expired'] else ''}</td></tr>"
-        for f in fresh["stale_or_expired"]
+        f"<tr><td><code>{e(f.path)}</code></td><td>{e(f.verified_at or '-')}</td>"
+        f"<td>{e(_or_dash(f.freshness.verified_age_days))}</td>"
+        f"<td>{e(f.refresh or '-')}</td><td>{'stale' if f.freshness.age_stale else ''}"
+        f"{' expired ' + e(f.freshness.expires_at) if f.freshness.expired else ''}</td></tr>"
+        for f in h.stale_or_expired
     )
-    cycles = [" → ".join(c) for c in h["requires_cycles"]]
-    cov = h["coverage"]
+    cycles = [" → ".join(c) for c in h.requires_cycles]
+    cov = h.coverage
     coverage = (
-        f"<p class=muted>from the evaluation report {e(cov['report'])}</p>"
-        + _list(cov["never_in_top5"], "Every retrievable file was in some query's top 5.")
+        f"<p class=muted>from the evaluation report {e(cov.report)}</p>"
+        + _list(cov.never_in_top5, "Every retrievable file was in some query's top 5.")
         if cov is not None
         else f"<p class=muted>{e(eval_hint)}</p>"
     )
-    n_find, n_stale = len(h["findings"]), len(fresh["stale_or_expired"])
+    n_find, n_stale = len(h.findings), len(h.stale_or_expired)
     return (
-        f'<div class="health" id="health"><p class="summary"><b>{e(h["name"])}</b> '
-        f"({e(h['kind'])}, {e(h['files'])} files) · <b>{n_find}</b> findings · "
-        f"<b>{n_stale}</b> stale or expired · <b>{len(h['orphans'])}</b> orphans · "
+        f'<div class="health" id="health"><p class="summary"><b>{e(h.name)}</b> '
+        f"({e(h.kind)}, {e(h.files)} files) · <b>{n_find}</b> findings · "
+        f"<b>{n_stale}</b> stale or expired · <b>{len(h.orphans)}</b> orphans · "
         f"<b>{len(cycles)}</b> requires: cycles</p>"
         f"<h2>Findings (validate)</h2>"
         + (
@@ -176,12 +241,12 @@ def health_html(h: Mapping[str, Any], eval_hint: str) -> str:
             if stale_rows
             else '<p class="ok">Nothing stale or expired.</p>'
         )
-        + svg.histogram("Verified age of retrievable files", list(fresh["verified_age"].items()))
+        + svg.histogram("Verified age of retrievable files", list(h.verified_age))
         + "<h2>Navigation and graph</h2><h3>Orphans (nothing links to them)</h3>"
-        + _list(h["orphans"], "Every file is linked or listed.")
+        + _list(h.orphans, "Every file is linked or listed.")
         + "<h3>Broken links</h3>"
         + _list(
-            [f"{_where(f['path'], f['line'])} {f['message']}" for f in h["broken_links"]],
+            [f"{_where(f.path, f.line)} {f.message}" for f in h.broken_links],
             "No broken wikilinks, requires: or related: entries.",
         )
         + "<h3>requires: cycles</h3>"

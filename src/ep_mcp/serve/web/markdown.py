@@ -11,23 +11,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 from html import escape
-from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 
 LINK_REL = "noopener noreferrer nofollow"
 
 
-def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+# Render rules are bound to the renderer: markdown-it calls them as its own methods.
+def _image(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
     token = tokens[idx]
     alt = "".join(c.content for c in token.children or []) or token.content
     return f'<span class="img-alt">[image: {escape(alt)}]</span>'
 
 
-def _link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+def _link_open(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
     tokens[idx].attrSet("rel", LINK_REL)
-    return str(self.renderToken(tokens, idx, options, env))
+    return self.renderToken(tokens, idx, options, env)
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from ep_mcp.errors import EpMcpError
 from ep_mcp.eval.report_html import render_body
+from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import ServeContext, run_sync
 from ep_mcp.serve.search_api import BadRequest, parse_params
@@ -30,6 +31,8 @@ from ep_mcp.serve.web import data, views
 from ep_mcp.serve.web.health import health_html
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 STATIC = Path(__file__).with_name("static")
 STATIC_TYPES = {
@@ -115,25 +118,25 @@ class Workbench:
         return sorted(self.ring.access(credential, served, False).packs)
 
     async def content(
-        self, request: Request, slug: str | None, make: Callable[..., str], *args: Any
+        self, request: Request, slug: str | None, make: Callable[[Library, T], str], arg: T
     ) -> str:
-        """``make(library view, *args)`` for the pack the caller may see, on a worker thread."""
+        """``make(library view, arg)`` for the pack the caller may see, on a worker thread."""
         decision = self.decide(request, slug)
         view = data.restricted(self.serve.library, decision.allowed)
-        return await run_sync(self.serve, make, view, *args)
+        return await run_sync(self.serve, make, view, arg)
 
     # -- fragments --------------------------------------------------------------------------
 
-    def _render_search(self, lib: Any, args: Mapping[str, Any]) -> str:
+    def _render_search(self, lib: Library, args: Mapping[str, object]) -> str:
         return views.results_html(data.search(lib, args))
 
-    def _render_read(self, lib: Any, args: Mapping[str, Any]) -> str:
+    def _render_read(self, lib: Library, args: Mapping[str, str]) -> str:
         return views.read_html(data.read(lib, args))
 
-    def _render_health(self, lib: Any, slug: str | None) -> str:
+    def _render_health(self, lib: Library, slug: str | None) -> str:
         return health_html(data.health(lib, slug), EVAL_HINT)
 
-    def _render_eval(self, lib: Any, slugs: list[str]) -> str:
+    def _render_eval(self, lib: Library, slugs: list[str]) -> str:
         names: set[str] = set()
         for slug in slugs:
             names |= data.report_names(lib.get(slug))
@@ -142,14 +145,14 @@ class Workbench:
             return f'<p class="muted">{e(EVAL_HINT)}</p>'
         return f'<div class="eval" id="eval">{render_body(latest, before)}</div>'
 
-    def search_args(self, request: Request) -> dict[str, Any]:
+    def search_args(self, request: Request) -> dict[str, object]:
         params = {k: v for k, v in request.query_params.items() if v != ""}
         try:
             return parse_params(params)
         except BadRequest as exc:
             raise Refused(exc.status, str(exc)) from None
 
-    def read_args(self, request: Request) -> dict[str, Any]:
+    def read_args(self, request: Request) -> dict[str, str]:
         q = request.query_params
         args = {k: q[k] for k in ("id", "path", "section") if q.get(k)}
         if ("id" in args) == ("path" in args):
@@ -162,10 +165,10 @@ class Workbench:
         try:
             if kind == "search":
                 args = self.search_args(request)
-                html = await self.content(request, args.get("pack"), self._render_search, args)
+                html = await self.content(request, _pack(args), self._render_search, args)
             elif kind == "read":
-                args = {**self.read_args(request), **({"pack": pack} if pack else {})}
-                html = await self.content(request, pack, self._render_read, args)
+                read = {**self.read_args(request), **({"pack": pack} if pack else {})}
+                html = await self.content(request, pack, self._render_read, read)
             elif kind == "health":
                 html = await self.content(request, pack, self._render_health, pack)
             elif kind == "eval":
@@ -211,7 +214,7 @@ class Workbench:
                     args["pack"] = slug
                 elif chosen:
                     args["pack"] = chosen
-                return await self.content(request, args.get("pack"), self._render_search, args)
+                return await self.content(request, _pack(args), self._render_search, args)
 
             try:
                 results = await self.page_part(src, render)
@@ -289,6 +292,12 @@ class Workbench:
             Route("/ui/static/{name}", self.static, methods=["GET"]),
             Route("/ui/{kind}", self.fragment, methods=["GET"]),
         ]
+
+
+def _pack(args: Mapping[str, object]) -> str | None:
+    """The `pack` of parsed search arguments (a string when given)."""
+    pack = args.get("pack")
+    return pack if isinstance(pack, str) else None
 
 
 def _search_form(slug: str | None, visible: list[str], chosen: str, q: Mapping[str, str]) -> str:

@@ -1,8 +1,8 @@
 """HTML fragments for the search page: results, their explain trace, and a section in context.
 
-Each function takes the JSON a tool already returns (`ep_search` with `explain`, `ep_read`)
-and returns escaped HTML. Pack text goes through `html.escape` or `render_markdown` (raw HTML
-off) and nowhere else, so a hostile pack file renders as text.
+Each function takes what the library returns (a `SearchResult` with its explain records, a
+`DocumentRead`) and returns escaped HTML. Pack text goes through `html.escape` or
+`render_markdown` (raw HTML off) and nowhere else, so a hostile pack file renders as text.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
 from urllib.parse import quote, urlencode
 
 from ep_mcp.eval import svg
+from ep_mcp.reading_results import DocumentRead, Span
+from ep_mcp.retrieval.types import Hit, SearchResult
 from ep_mcp.serve.web.markdown import render_markdown
 
 EXCERPT_CHARS = 420
@@ -31,43 +32,58 @@ def read_url(pack: str, fragment_id: str, *, fragment: bool = False) -> str:
     return f"/packs/{quote(pack, safe='')}/read?" + urlencode({"id": fragment_id})
 
 
-def _badges(hit: Mapping[str, Any]) -> str:
+def _records(value: object) -> list[Mapping[str, object]]:
+    """The JSON objects of an explain list (a ranking, the final candidates); else none."""
+    return [r for r in value if isinstance(r, Mapping)] if isinstance(value, list) else []
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _badges(hit: Hit) -> str:
+    extra: Mapping[str, object] = hit.extra  # freshness and provenance fields
     out = []
-    age = hit.get("verified_age_days")
+    age = extra.get("verified_age_days")
     if age is not None:
-        out.append(f'<span class="badge age" title="verified_at {e(hit.get("verified_at"))}">'
+        out.append(f'<span class="badge age" title="verified_at {e(hit.verified_at)}">'
                    f"verified {e(age)} d ago</span>")  # fmt: skip
     else:
         out.append('<span class="badge muted">never verified</span>')
-    if hit.get("age_stale"):
+    if extra.get("age_stale"):
         out.append('<span class="badge warn" title="older than its refresh cycle">stale</span>')
-    if hit.get("expired"):
-        out.append(f'<span class="badge bad" title="expires_at {e(hit.get("expires_at"))}">'
+    if extra.get("expired"):
+        out.append(f'<span class="badge bad" title="expires_at {e(extra.get("expires_at"))}">'
                    "expired</span>")  # fmt: skip
-    if hit.get("stale"):
+    if extra.get("stale"):
         out.append('<span class="badge bad" title="the file changed since it was indexed">'
                    "changed on disk</span>")  # fmt: skip
-    if hit.get("graph_expanded"):
+    if hit.graph_expanded:
         out.append('<span class="badge info">graph neighbour</span>')
-    if hit.get("requires_expanded"):
+    if hit.requires_expanded:
         out.append('<span class="badge info">requires:</span>')
-    if hit.get("confidence") is not None:
-        out.append(f'<span class="badge">confidence {float(hit["confidence"]):.2f}</span>')
+    confidence = extra.get("confidence")
+    if isinstance(confidence, int | float):
+        out.append(f'<span class="badge">confidence {float(confidence):.2f}</span>')
     return "".join(out)
 
 
-def _excerpt(hit: Mapping[str, Any]) -> str:
-    text = str(hit.get("excerpt") or hit.get("text") or "").strip()
+def _excerpt(hit: Hit) -> str:
+    text = str(hit.extra.get("excerpt") or hit.text or "").strip()
     if len(text) > EXCERPT_CHARS:
         text = text[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
     return e(text)
 
 
-def _value(v: Any) -> str:
+def _value(v: object) -> str:
     return "—" if v is None else e(v)
 
 
-def _why(candidate: Mapping[str, Any], path: Sequence[tuple[str, int | None]]) -> str:
+def _why(candidate: Mapping[str, object], path: Sequence[tuple[str, int | None]]) -> str:
     """One hit's trace: its two legs, fusion, final score, the stages it passed, the notes."""
     lex = candidate.get("lexical_rank")
     vec = candidate.get("vector_rank")
@@ -85,7 +101,8 @@ def _why(candidate: Mapping[str, Any], path: Sequence[tuple[str, int | None]]) -
     ]  # fmt: skip
     table = "".join(f"<tr><th scope=row>{k}</th><td>{v}</td></tr>" for k, v in rows)
     steps = " → ".join(f"{e(stage)} #{e(rank) if rank else '-'}" for stage, rank in path)
-    notes = "".join(f"<li>{e(n)}</li>" for n in candidate.get("why", []))
+    why = candidate.get("why")
+    notes = "".join(f"<li>{e(n)}</li>" for n in why) if isinstance(why, list) else ""
     return (
         f'<table class="why">{table}</table>'
         + (f'<p class="path">rank by stage: {steps}</p>' if steps else "")
@@ -93,13 +110,16 @@ def _why(candidate: Mapping[str, Any], path: Sequence[tuple[str, int | None]]) -
     )
 
 
-def _stage_ranks(explain: Sequence[Mapping[str, Any]], label: str) -> list[tuple[str, int | None]]:
+def _stage_ranks(
+    explain: Sequence[Mapping[str, object]], label: str
+) -> list[tuple[str, int | None]]:
     out = []
     for rec in explain:
         ranking = rec.get("ranking")
-        if ranking is None:
+        if ranking is None:  # the legs and final records rank nothing
             continue
-        rank = next((r["rank"] for r in ranking if r.get("candidate") == label), None)
+        rows = _records(ranking)
+        rank = next((_int(r.get("rank")) for r in rows if r.get("candidate") == label), None)
         out.append((str(rec.get("stage")), rank))
     return out
 
@@ -112,25 +132,28 @@ def _score_bar(score: float, top: float) -> str:
     )
 
 
-def stage_table(rec: Mapping[str, Any]) -> str:
+def stage_table(rec: Mapping[str, object]) -> str:
     """One stage: its summary, the top of its ranking with moves, and what it dropped."""
-    ranking = rec.get("ranking") or []
-    top = max([float(r.get("score") or 0.0) for r in ranking] + [0.0])
+    ranking = _records(rec.get("ranking"))
+    top = max([_number(r.get("score")) for r in ranking] + [0.0])
     rows = []
     for r in ranking:
-        was = r.get("was")
+        was, rank = _int(r.get("was")), _int(r.get("rank")) or 0
         move = (
             '<span class="new">new</span>' if was is None
-            else "=" if was == r["rank"]
-            else f'<span class="{"up" if was > r["rank"] else "down"}">was #{e(was)}</span>'
+            else "=" if was == rank
+            else f'<span class="{"up" if was > rank else "down"}">was #{e(was)}</span>'
         )  # fmt: skip
-        score = float(r.get("score") or 0.0)
+        score = _number(r.get("score"))
         rows.append(
-            f"<tr><td>{e(r['rank'])}</td><td><code>{e(r.get('candidate'))}</code></td>"
+            f"<tr><td>{e(rank)}</td><td><code>{e(r.get('candidate'))}</code></td>"
             f"<td>{score:.4f}</td><td>{_score_bar(score, top)}</td><td>{move}</td></tr>"
         )
-    dropped = "".join(f"<li><code>{e(d)}</code></li>" for d in rec.get("dropped", []))
-    unchanged = bool(ranking) and all(r.get("was") == r["rank"] for r in ranking)
+    gone = rec.get("dropped")
+    dropped = (
+        "".join(f"<li><code>{e(d)}</code></li>" for d in gone) if isinstance(gone, list) else ""
+    )
+    unchanged = bool(ranking) and all(r.get("was") == r.get("rank") for r in ranking)
     if unchanged:
         body = '<p class="muted">(top of the ranking unchanged)</p>'
     elif rows:
@@ -148,7 +171,7 @@ def stage_table(rec: Mapping[str, Any]) -> str:
     )
 
 
-def explain_html(explain: Sequence[Mapping[str, Any]]) -> str:
+def explain_html(explain: Sequence[Mapping[str, object]]) -> str:
     stages = "".join(stage_table(r) for r in explain if r.get("stage") != "final")
     return (
         '<details class="explain" id="explain"><summary>Explain: every stage of this ranking'
@@ -156,37 +179,35 @@ def explain_html(explain: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def results_html(result: Mapping[str, Any]) -> str:
-    """The hits of an `ep_search` result (with `reconstruct` and `explain`), each with its
-    provenance, freshness badges, excerpt, a link to the section in context and its trace."""
-    pack = str(result.get("pack", ""))
-    hits = result.get("results", [])
-    explain = result.get("explain", [])
-    last: Mapping[str, Any] = next((r for r in explain if r.get("stage") == "final"), {})
-    final = last.get("candidates", [])
+def results_html(result: SearchResult) -> str:
+    """The hits of a search (with `reconstruct` and `explain`), each with its provenance,
+    freshness badges, excerpt, a link to the section in context and its trace."""
+    pack = result.pack
+    hits = result.hits
+    explain: Sequence[Mapping[str, object]] = result.explain
+    last = next((r for r in explain if r.get("stage") == "final"), {})
+    final = _records(last.get("candidates"))
     head = (
         f'<p class="summary">{len(hits)} result{"s" if len(hits) != 1 else ""} in '
-        f"<b>{e(pack)}</b> · mode <b>{e(result.get('mode'))}</b> · intent "
-        f"{e(result.get('intent', ''))} · {e(result.get('took_ms', ''))} ms</p>"
+        f"<b>{e(pack)}</b> · mode <b>{e(result.mode)}</b> · intent "
+        f"{e(result.intent)} · {e(round(result.took_ms, 2))} ms</p>"
     )
-    notes = "".join(f'<p class="note">{e(n)}</p>' for n in result.get("notes", []))
+    notes = "".join(f'<p class="note">{e(n)}</p>' for n in result.notes)
     items = []
     for i, hit in enumerate(hits):
         cand = final[i] if i < len(final) else None
         if cand is not None and not str(cand.get("candidate", "")).startswith(
-            str(hit.get("source_file")) + "#"
+            hit.source_file + "#"
         ):
             cand = None
-        lines = hit.get("line_range") or []
-        where = f"{e(hit.get('source_file'))}" + (
-            f":{e(lines[0])}&ndash;{e(lines[1])}" if len(lines) == 2 else ""
-        )
-        heading = " &rsaquo; ".join(e(h) for h in hit.get("heading_path", []))
-        fid = hit.get("fragment_id")
+        first, last_line = hit.line_range
+        where = f"{e(hit.source_file)}:{e(first)}&ndash;{e(last_line)}"
+        heading = " &rsaquo; ".join(e(h) for h in hit.heading_path)
+        fid = hit.extra.get("fragment_id")
         link = (
             f'<a class="open" data-panel="{e(read_url(pack, fid, fragment=True))}" '
             f'href="{e(read_url(pack, fid))}">open in context</a>'
-            if fid
+            if isinstance(fid, str) and fid
             else ""
         )
         trace = (
@@ -197,8 +218,8 @@ def results_html(result: Mapping[str, Any]) -> str:
         )
         items.append(
             f'<li class="hit"><div class="hit-head"><span class="rank">{i + 1}</span>'
-            f'<span class="title">{e(hit.get("title") or hit.get("source_file"))}</span>'
-            f'<span class="score" title="final score">{float(hit.get("score", 0)):.4f}</span>'
+            f'<span class="title">{e(hit.title or hit.source_file)}</span>'
+            f'<span class="score" title="final score">{hit.score:.4f}</span>'
             f'</div><div class="where"><code>{where}</code> <span class="heading">{heading}'
             f'</span></div><div class="badges">{_badges(hit)}</div>'
             f'<p class="excerpt">{_excerpt(hit)}</p><div class="actions">{link}</div>'
@@ -215,35 +236,36 @@ def results_html(result: Mapping[str, Any]) -> str:
     )
 
 
-def _span_html(span: Mapping[str, Any], cls: str) -> str:
-    lines = span.get("line_range") or []
-    where = f"lines {e(lines[0])}&ndash;{e(lines[1])}" if len(lines) == 2 else ""
-    heading = " &rsaquo; ".join(e(h) for h in span.get("heading_path", []) or [])
+def _span_html(heading_path: Sequence[str], span: Span, cls: str) -> str:
+    first, last = span.line_range
+    where = f"lines {e(first)}&ndash;{e(last)}"
+    heading = " &rsaquo; ".join(e(h) for h in heading_path)
     return (
         f'<section class="{cls}"><p class="where">{heading} <span class="muted">{where}</span>'
-        f'</p><div class="md">{render_markdown(str(span.get("text", "")))}</div></section>'
+        f'</p><div class="md">{render_markdown(span.text)}</div></section>'
     )
 
 
-def read_html(doc: Mapping[str, Any]) -> str:
-    """An `ep_read` result: the section, with its neighbours before and after it dimmed."""
-    section = doc.get("section") or []
-    me_lines = doc.get("line_range") or [0, 0]
-    before = [n for n in doc.get("neighbors", []) if n["line_range"][0] < me_lines[0]]
-    after = [n for n in doc.get("neighbors", []) if n["line_range"][0] > me_lines[0]]
-    text = str(doc.get("text", ""))
+def read_html(read: DocumentRead) -> str:
+    """What `ep_read` answers: the section, with its neighbours before and after it dimmed."""
+    doc, section = read.doc, read.section or ()
+    me_first = read.span.line_range[0]
+    neighbors = read.neighbors or ()
+    before = [n for n in neighbors if n.span.line_range[0] < me_first]
+    after = [n for n in neighbors if n.span.line_range[0] > me_first]
+    text = read.span.text
     front = FRONTMATTER.match(text) if not section else None
     if front is not None:  # a whole file: its frontmatter as a block, its body as markdown
         text = f"```yaml\n{front.group(1)}```\n\n" + text[front.end() :]
-    me = {"text": text, "line_range": me_lines, "heading_path": section}
-    requires = "".join(f"<li><code>{e(r)}</code></li>" for r in doc.get("requires_resolved", []))
+    me = Span(text, read.span.line_range)
+    requires = "".join(f"<li><code>{e(r)}</code></li>" for r in read.requires_resolved)
     return (
-        f'<article class="reader"><h3>{e(doc.get("title") or doc.get("path"))}</h3>'
-        f'<p class="where"><code>{e(doc.get("path"))}</code> · type {e(doc.get("type") or "-")}'
+        f'<article class="reader"><h3>{e(doc.title or doc.path)}</h3>'
+        f'<p class="where"><code>{e(doc.path)}</code> · type {e(doc.type or "-")}'
         f"</p>"
-        + "".join(_span_html(n, "neighbour") for n in before)
-        + _span_html(me, "focus")
-        + "".join(_span_html(n, "neighbour") for n in after)
+        + "".join(_span_html(n.heading_path, n.span, "neighbour") for n in before)
+        + _span_html(section, me, "focus")
+        + "".join(_span_html(n.heading_path, n.span, "neighbour") for n in after)
         + (f"<p>requires:</p><ul>{requires}</ul>" if requires else "")
         + "</article>"
     )
