@@ -28,7 +28,6 @@ def update_index(settings: Settings) -> IndexOutcome:
     """Update the index of ``settings.packs[0]`` (settings resolved at the edge)."""
     from ep_mcp import __version__
     from ep_mcp.index import fastcheck
-    from ep_mcp.runtime import open_library
 
     started = time.perf_counter()
     cfg, home = settings.packs[0], settings.home
@@ -48,6 +47,8 @@ def update_index(settings: Settings) -> IndexOutcome:
             "seconds": time.perf_counter() - started,
         }
         return IndexOutcome(state.slug, state.index, report, tuple(state.warnings))
+    from ep_mcp.runtime import open_library  # numpy, the stores, the model: only when building
+
     lib = open_library(settings, home, build=False)
     try:
         try:

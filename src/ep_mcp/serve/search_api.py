@@ -13,7 +13,6 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -22,7 +21,7 @@ from ep_mcp.errors import EpMcpError
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import ServeContext, run_sync
-from ep_mcp.tools.registry import ToolContext, call_tool
+from ep_mcp.tools.registry import JsonObject, ToolContext, call_tool
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ class BadRequest(Exception):
         self.status = status
 
 
-def _flag(value: Any, name: str) -> bool:
+def _flag(value: object, name: str) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -49,7 +48,7 @@ def _flag(value: Any, name: str) -> bool:
     raise BadRequest(400, f"`{name}` must be true or false — got {str(value)[:40]!r}")
 
 
-def _int(value: Any, name: str) -> int:
+def _int(value: object, name: str) -> int:
     if isinstance(value, bool):
         raise BadRequest(400, f"`{name}` must be an integer")
     if isinstance(value, int):
@@ -60,7 +59,7 @@ def _int(value: Any, name: str) -> int:
     return int(text)
 
 
-def _count(value: Any, name: str) -> int:
+def _count(value: object, name: str) -> int:
     """`n` checked here, so a refusal names `n` and not the tool's `max_results`."""
     n = _int(value, name)
     if not 1 <= n <= 50:
@@ -68,7 +67,7 @@ def _count(value: Any, name: str) -> int:
     return n
 
 
-def _tags(value: Any, name: str = "tags") -> list[str]:
+def _tags(value: object, name: str = "tags") -> list[str]:
     if value is None:
         return []
     if isinstance(value, list):
@@ -86,7 +85,7 @@ def _check_text(value: str, name: str) -> str:
     return value
 
 
-def _string(value: Any, name: str) -> str:
+def _string(value: object, name: str) -> str:
     if not isinstance(value, str):
         raise BadRequest(400, f"`{name}` must be a string")
     return value
@@ -99,12 +98,12 @@ class Param:
 
     name: str
     arg: str
-    schema: Mapping[str, Any]
+    schema: Mapping[str, object]
     description: str
-    parse: Callable[[Any, str], Any]
+    parse: Callable[[object, str], object]
 
 
-def _tool_property(name: str) -> dict[str, Any]:
+def _tool_property(name: str) -> dict[str, object]:
     from ep_mcp.tools.pack_tools import SEARCH_INPUT
 
     properties = SEARCH_INPUT["properties"]
@@ -136,7 +135,7 @@ QUERY_PARAM = Param(
 )
 
 
-def parse_params(data: Mapping[str, Any]) -> dict[str, Any]:
+def parse_params(data: Mapping[str, object]) -> dict[str, object]:
     """Search parameters from query params or a JSON body, into ep_search arguments."""
     for name, value in data.items():
         if isinstance(value, str):
@@ -150,7 +149,7 @@ def parse_params(data: Mapping[str, Any]) -> dict[str, Any]:
         raise BadRequest(400, "missing `q` — pass the words to search for, e.g. /search?q=install")
     if not isinstance(query, str):
         raise BadRequest(400, "`q` must be a string")
-    args: dict[str, Any] = {"query": query}
+    args: dict[str, object] = {"query": query}
     for param in SEARCH_PARAMS:
         value = data.get(param.name)
         if value is None or (value == "" and param.parse is _string):
@@ -161,7 +160,7 @@ def parse_params(data: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
-def parse_vector(value: Any) -> tuple[float, ...]:
+def parse_vector(value: object) -> tuple[float, ...]:
     if not isinstance(value, list) or not value or len(value) > MAX_VECTOR_DIM:
         raise BadRequest(422, "`vector` must be a non-empty list of numbers")
     out = []
@@ -172,7 +171,7 @@ def parse_vector(value: Any) -> tuple[float, ...]:
     return tuple(out)
 
 
-async def _body(request: Request) -> dict[str, Any]:
+async def _body(request: Request) -> dict[str, object]:
     raw = await request.body()
     try:
         data = json.loads(raw)
@@ -182,7 +181,7 @@ async def _body(request: Request) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise BadRequest(400, 'the body must be a JSON object like {"q": "install"}')
-    return data
+    return {str(k): v for k, v in data.items()}
 
 
 def _check_dimension(lib: Library, slug: str | None, vector: tuple[float, ...]) -> None:
@@ -201,15 +200,16 @@ def _check_dimension(lib: Library, slug: str | None, vector: tuple[float, ...]) 
 def _run(
     serve: ServeContext,
     allowed: frozenset[str],
-    args: dict[str, Any],
+    args: dict[str, object],
     vector: tuple[float, ...] | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     lib = serve.library
     view = Library(
         lib.settings, {s: lib.runtimes[s] for s in lib.slugs() if s in allowed}, lib.embedder
     )
     if vector is not None:
-        _check_dimension(view, args.get("pack"), vector)
+        pack = args.get("pack")
+        _check_dimension(view, pack if isinstance(pack, str) else None, vector)
     ctx = ToolContext(library=view, hub=serve.hub, extras={"vector": vector} if vector else {})
     return call_tool(ctx, "ep_search", args)
 
@@ -229,7 +229,8 @@ async def search_endpoint(
         served = serve.library.slugs()
         credential = auth.bearer_token(request.scope["headers"])
         visible = ", ".join(sorted(ring.access(credential, served, False).packs)) or "none"
-        wanted = args.get("pack")
+        pack = args.get("pack")
+        wanted = pack if isinstance(pack, str) else None
         if wanted is not None and wanted not in served:
             raise BadRequest(
                 404, f"pack '{wanted[:100]}' not found — packs you can search: {visible}"
