@@ -28,8 +28,11 @@ DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
 # one answerable query under (1/44 ≈ 0.023 hit@1), on dev about half a query under (dev sets hold
 # 12-14 answerable queries), so a ranking knob that stops working fails `.ci/run`. Lower them only
 # with a measured reason; never raise them by tuning on the test split.
+# Lowered twice with a measured reason: the not-covered threshold (retrieval/confidence.py, its
+# operating point chosen on dev) withholds 4 anthropics-skills test paraphrases (MRR 0.848) and
+# one blender-3d dev query (recall@5 0.867) in exchange for more negatives answered empty.
 TEST_MIN = {
-    "anthropics-skills": "recall@1=0.79,recall@5=0.9,mrr=0.85,negatives_empty_rate=0.35",
+    "anthropics-skills": "recall@1=0.77,recall@5=0.89,mrr=0.83,negatives_empty_rate=0.35",
     "blender-3d": "recall@1=0.84,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.35",
     "home-assistant": "recall@1=0.76,recall@5=0.9,mrr=0.82,negatives_empty_rate=0.15",
     "obra-superpowers": "recall@1=0.86,recall@5=0.93,mrr=0.90,negatives_empty_rate=0.35",
@@ -37,7 +40,7 @@ TEST_MIN = {
 }
 DEV_MIN = {
     "anthropics-skills": "recall@1=0.89,recall@5=0.9,mrr=0.89",
-    "blender-3d": "recall@1=0.83,recall@5=0.9,mrr=0.87",
+    "blender-3d": "recall@1=0.83,recall@5=0.83,mrr=0.85",
     "home-assistant": "recall@1=0.89,recall@5=0.95,mrr=0.92",
     "obra-superpowers": "recall@1=0.58,recall@5=0.95,mrr=0.72",
     "solar-diy": "recall@1=0.88,recall@5=0.95,mrr=0.92",

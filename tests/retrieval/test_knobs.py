@@ -213,10 +213,12 @@ def minilm() -> LocalEmbedder:
 def test_the_default_floor_empties_an_off_topic_answer_with_the_real_model(
     searcher: Callable[..., PackRuntime], minilm: LocalEmbedder
 ) -> None:
-    rt = searcher(HOUSEHOLD, minilm)
+    # the floor alone (the answerability model, fitted on real packs, is off: on a three-file
+    # pack it has no rare terms to weigh and withholds this paraphrase too)
+    rt = searcher(HOUSEHOLD, minilm, confidence=False)
     assert rt.search(SearchRequest("which team won the football world cup in 1998")).hits == ()
     assert files_of(rt, "how do I repair a flat bicycle tire")[0] == "bike.md"
-    unfloored = searcher(HOUSEHOLD, minilm, activation_floor=0.0)
+    unfloored = searcher(HOUSEHOLD, minilm, activation_floor=0.0, confidence=False)
     assert unfloored.search(SearchRequest("which team won the football world cup in 1998")).hits
 
 
