@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from ep_mcp.bench.reliability import DAMAGE as BENCH_DAMAGE
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_ENV = "EP_MCP_SHARED"  # the shared folder (packs/, skills/); default ../shared
@@ -128,23 +129,6 @@ def plant_hostile() -> Callable[[Path, Path, str], HostileCorpus]:
     return _plant_hostile
 
 
-def _zero_pages(path: Path, first: int, count: int, page: int = 4096) -> None:
-    with path.open("r+b") as f:
-        f.seek(first * page)
-        f.write(b"\0" * page * count)
-
-
-def _foreign(path: Path) -> None:
-    import apsw
-
-    path.unlink()
-    conn = apsw.Connection(str(path))
-    conn.execute(
-        "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes VALUES(1, 'x')"
-    )
-    conn.close()
-
-
 def _fts_shadow(path: Path) -> None:
     import apsw
 
@@ -153,15 +137,8 @@ def _fts_shadow(path: Path) -> None:
     conn.close()
 
 
-DAMAGE: dict[str, Callable[[Path], None]] = {
-    "zeroed header": lambda p: _zero_pages(p, 0, 1),
-    "zeroed middle pages": lambda p: _zero_pages(p, p.stat().st_size // 4096 // 3, 4),
-    "truncated to half": lambda p: os.truncate(p, p.stat().st_size // 2),
-    "random bytes": lambda p: p.write_bytes(random.Random(7).randbytes(p.stat().st_size)),
-    "empty file": lambda p: p.write_bytes(b""),
-    "foreign sqlite database": _foreign,
-    "fts shadow table": _fts_shadow,
-}
+# the damage `ep-mcp bench reliability` measures, plus FTS5 shadow-table damage
+DAMAGE: dict[str, Callable[[Path], object]] = {**BENCH_DAMAGE, "fts shadow table": _fts_shadow}
 
 
 @pytest.fixture(params=sorted(DAMAGE))

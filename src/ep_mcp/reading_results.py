@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ep_mcp.json_types import JsonObject
 from ep_mcp.packs.models import Document
-
-JsonObject = dict[str, object]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-JsonObject = dict[str, object]
+from ep_mcp.json_types import JsonObject
 
 
 @dataclass(frozen=True)

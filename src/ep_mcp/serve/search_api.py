@@ -18,10 +18,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ep_mcp.errors import EpMcpError
+from ep_mcp.json_types import JsonObject
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import ServeContext, run_sync
-from ep_mcp.tools.registry import JsonObject, ToolContext, call_tool
+from ep_mcp.tools.registry import ToolContext, call_tool
 
 logger = logging.getLogger(__name__)
 

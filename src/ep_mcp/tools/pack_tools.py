@@ -10,11 +10,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ep_mcp.errors import QueryError
-from ep_mcp.packs.fragments import TOP, split_fragment_id
-from ep_mcp.reading import MAX_PATH_CHARS, list_topics, read_document, traverse
+from ep_mcp.json_types import JsonObject
+from ep_mcp.reading import (
+    MAX_PATH_CHARS,
+    fragment_target,
+    list_topics,
+    read_document,
+    traverse,
+)
 from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.tools.registry import Arguments, JsonObject, ToolContext, ToolSpec, register
+from ep_mcp.tools.registry import Arguments, ToolContext, ToolSpec, register
 from ep_mcp.tools.schema import (
     JsonSchema,
     arg_bool,
@@ -269,12 +275,9 @@ def read_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
     path = arg_str(args, "path") if "path" in args else None
     doc_id = arg_str(args, "id") if "id" in args else None
     section = arg_str(args, "section") if "section" in args else None
-    fragment = split_fragment_id(doc_id or path or "") if section is None else None
-    if fragment is not None:  # a fragment id from ep_search: its file, at its section
-        ref, anchor, digest = fragment
-        path, doc_id = None, ref  # an id or a path: `id` resolves both
-        if anchor != TOP:
-            section = f"{anchor}:{digest}" if digest else anchor
+    target = fragment_target(doc_id or path or "") if section is None else None
+    if target is not None:  # a fragment id from ep_search: its file, at its section
+        path, doc_id, section = None, target[0], target[1]  # `id` resolves ids and paths
     if arg_bool(args, "neighbors") and section is None:
         raise QueryError("ep_read: `neighbors` needs `section` — name the section to centre on")
     rt = _runtime(ctx, args)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ep_mcp.errors import NotFoundError, QueryError
+from ep_mcp.json_types import JsonObject
 
 if TYPE_CHECKING:  # annotations only: this module stays import-light
     from jsonschema.exceptions import ValidationError
@@ -24,7 +25,6 @@ if TYPE_CHECKING:  # annotations only: this module stays import-light
     from ep_mcp.runtime import Library
 
 Arguments = Mapping[str, object]  # validated against the tool's input schema
-JsonObject = dict[str, object]  # a tool's structured result, ready for json.dumps
 
 
 @dataclass

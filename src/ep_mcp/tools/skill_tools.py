@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ep_mcp.errors import NotFoundError
+from ep_mcp.json_types import JsonObject
 from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
-from ep_mcp.tools.registry import Arguments, JsonObject, ToolContext, ToolSpec, register
+from ep_mcp.tools.registry import Arguments, ToolContext, ToolSpec, register
 from ep_mcp.tools.schema import arg_int, arg_opt_bool, arg_str, input_object, output_object
 
 if TYPE_CHECKING:

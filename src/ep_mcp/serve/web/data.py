@@ -13,14 +13,14 @@ from pathlib import Path
 
 from ep_mcp.errors import ConfigError, QueryError
 from ep_mcp.eval.report import history, load_report, only_packs
-from ep_mcp.packs.fragments import TOP, split_fragment_id
-from ep_mcp.reading import read_document
+from ep_mcp.json_types import JsonObject
+from ep_mcp.reading import fragment_target, read_document
 from ep_mcp.reading_results import DocumentRead
 from ep_mcp.retrieval.settings import today_of
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.runtime import Library, PackRuntime
 from ep_mcp.serve.web.health import IndexState, PackHealth, pack_health
-from ep_mcp.tools.registry import JsonObject, get_tool, validate_arguments
+from ep_mcp.tools.registry import get_tool, validate_arguments
 from ep_mcp.tools.schema import arg_int, arg_opt_str, arg_strs
 
 
@@ -54,16 +54,13 @@ def read(lib: Library, args: Mapping[str, str]) -> DocumentRead:
     """`ep_read`'s arguments (`id` or `path`, maybe `section`, `pack`), checked against its
     schema, answered as `ep_read` answers them; centred on a section, with its neighbours."""
     doc_id, path, section = args.get("id"), args.get("path"), args.get("section")
-    fragment = split_fragment_id(doc_id or path or "")
-    centred = section is not None or (fragment is not None and fragment[1] != TOP)
+    target = fragment_target(doc_id or path or "") if section is None else None
+    centred = section is not None or (target is not None and target[1] is not None)
     validate_arguments(get_tool("ep_read"), {**args, "neighbors": centred})
     if (path is None) == (doc_id is None):
         raise QueryError("ep_read: pass exactly one of `path` or `id`")
-    if section is None and fragment is not None:  # a fragment id: its file, at its section
-        ref, anchor, digest = fragment
-        path, doc_id = None, ref  # an id or a path: `id` resolves both
-        if anchor != TOP:
-            section = f"{anchor}:{digest}" if digest else anchor
+    if target is not None:  # a fragment id: its file, at its section
+        path, doc_id, section = None, target[0], target[1]  # `id` resolves ids and paths
     rt = lib.get(arg_opt_str(args, "pack"))
     return read_document(rt.pack, path=path, doc_id=doc_id, section=section, neighbors=centred)
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 from ep_mcp.eval import svg
 from ep_mcp.eval.report import never_in_top
+from ep_mcp.json_types import JsonObject
 from ep_mcp.packs.models import Pack, PackWarning
 from ep_mcp.packs.references import References
 from ep_mcp.packs.validate import validate_pack
 from ep_mcp.retrieval.freshness import Freshness, freshness
 from ep_mcp.serve.web.views import e
-from ep_mcp.tools.registry import JsonObject
 
 AGE_BUCKETS = ((30, "< 30 d"), (90, "30-90 d"), (180, "90-180 d"), (365, "180-365 d"))
 
