@@ -507,3 +507,43 @@ def test_the_reported_newline_bypass_is_closed_on_a_real_uvicorn(serve_ctx: Any)
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+
+
+WORKBENCH = [
+    "/packs/alpha/",
+    "/packs/alpha/health",
+    "/packs/alpha/eval",
+    "/packs/ALPHA/health",
+    "/ui/search?q=routing+moves+packets&pack=alpha",
+    "/ui/search?q=routing+moves+packets",
+    "/ui/read?pack=alpha&path=concepts/routing.md",
+    "/ui/read?path=concepts/routing.md",
+    "/ui/read?pack=beta&path=../alpha/concepts/routing.md",
+    "/ui/read?pack=beta&id=alpha/concepts/routing",
+    "/ui/read?pack=beta&path=escape.md",
+    "/ui/health?pack=alpha",
+    "/ui/eval?pack=alpha",
+]
+
+
+def test_workbench_pages_give_no_pack_content_without_its_key(serve_ctx: Any) -> None:
+    """The browser pages and their fragments follow the same decision; a path naming another
+    pack (`../alpha/...`, alpha's id) asked of beta with beta's key finds nothing."""
+    serve, ring = serve_ctx
+
+    async def fn(app: Any) -> None:
+        for target in WORKBENCH:
+            for cred in ("none", "wrong", "other-pack"):
+                status, out = await asgi_request(app, "GET", target, CREDENTIALS[cred])
+                assert status < 500, (target, cred)
+                text = out.decode("utf-8", "replace")
+                # the caller's own input may be echoed in an error; content never is
+                found = [m for m in ALPHA_MARKERS if m in text and m not in target]
+                assert not found, (target, cred, found)
+                assert "TOP-SECRET-CANARY" not in text
+        # the control: with alpha's key the same pages do show alpha's content
+        key = [(b"authorization", b"Bearer sk-alpha")]
+        status, out = await asgi_request(app, "GET", WORKBENCH[6], key)
+        assert status == 200 and "Routing moves packets" in out.decode()
+
+    run_app(serve, ring, fn)
