@@ -38,7 +38,7 @@ def serve_settings(
 ) -> tuple[Settings, bool]:
     """Settings for serving, and whether the bundled example pack is served (zero-config)."""
     zero = not packs and config is None
-    from ep_mcp.serve.app import example_pack
+    from ep_mcp.packs.loader import example_pack
 
     chosen = (str(example_pack()),) if zero else packs
     settings = resolve_settings(config, chosen, provider=provider, index_dir=index_dir)
@@ -113,11 +113,14 @@ def serve_cmd(
 
     With no PACK and no --config, the bundled example pack (ep-mcp's own docs) is served.
     """
-    from ep_mcp.serve import app
+    from ep_mcp.serve.warm import warming
 
     settings, zero = serve_settings(
         config, packs, provider=provider, index_dir=index_dir, host=host, port=port
     )
+    embedder = warming(settings)  # the model loads while the MCP SDK imports and packs open
+    from ep_mcp.serve import app
+
     if settings.server.log_level.upper() == "DEBUG":
         logging.getLogger("ep_mcp").setLevel(logging.DEBUG)
     chosen = transport or ("stdio" if packs or config is None else settings.server.transport)
@@ -132,7 +135,7 @@ def serve_cmd(
             "add `--transport http`",
             err=True,
         )
-    serve, ring = app.open_context(settings, child_env=os.environ)
+    serve, ring = app.open_context(settings, child_env=os.environ, embedder=embedder)
 
     def announce(url: str) -> None:
         click.echo(
@@ -192,7 +195,7 @@ def bench_serve_cmd(
     """Loopback load test: N concurrent clients on /search and on MCP ep_search."""
     from ep_mcp.bench.serve import render, run_bench
     from ep_mcp.cli.app import emit_json
-    from ep_mcp.serve.app import example_pack
+    from ep_mcp.packs.loader import example_pack
 
     report = run_bench(
         [Path(p) for p in packs] or [example_pack()],

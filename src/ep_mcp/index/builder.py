@@ -103,11 +103,12 @@ def _count_at_once(
     counter: Callable[[str], int], memo: Callable[[str], int], texts: list[str]
 ) -> None:
     """Count many texts in one call when the counter can (``counter.batch``: the tokenizer
-    runs them in parallel); most files are one chunk, so this covers most counts of a build."""
+    runs them in parallel); texts already counted are skipped."""
     batch = getattr(counter, "batch", None)
-    todo = [t for t in dict.fromkeys(texts) if t]
+    seen = memo.seen  # type: ignore[attr-defined]
+    todo = [t for t in dict.fromkeys(texts) if t and t not in seen]
     if batch is not None and len(todo) > 1:
-        memo.seen.update(zip(todo, batch(todo), strict=True))  # type: ignore[attr-defined]
+        seen.update(zip(todo, batch(todo), strict=True))
 
 
 def _records(chunks: Sequence[Chunk], count: Callable[[str], int]) -> tuple[ChunkRecord, ...]:
@@ -242,6 +243,7 @@ def build_index(
         d.path: chunk_document(d, count_tokens, max_tokens, prefix_template) for d in changed
     }
     all_chunks = [c for d in changed for c in chunked[d.path]]
+    _count_at_once(counter, count_tokens, [c.text for c in all_chunks])  # the split files' parts
     waiting = [] if rebuild or embedder is None or lexical_first else store.pending_texts()
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     computed = 0

@@ -24,6 +24,13 @@ logger = logging.getLogger(__name__)
 SKILL_SEARCH_DEPTH = 4  # folders below the root searched for SKILL.md when detecting
 
 
+def example_pack() -> Path:
+    """The ExpertPack bundled with ep-mcp (served when no pack and no config is given)."""
+    from importlib.resources import files
+
+    return Path(str(files("ep_mcp") / "example_pack"))
+
+
 def _has_skill_file(root: Path, max_depth: int = SKILL_SEARCH_DEPTH) -> bool:
     for current, dirnames, filenames in os.walk(root):
         if SKILL_FILE in filenames:

