@@ -113,12 +113,16 @@ def serve_cmd(
 
     With no PACK and no --config, the bundled example pack (ep-mcp's own docs) is served.
     """
-    from ep_mcp.serve.warm import warming
+    from ep_mcp.serve import startup
 
     settings, zero = serve_settings(
         config, packs, provider=provider, index_dir=index_dir, host=host, port=port
     )
-    embedder = warming(settings)  # the model loads while the MCP SDK imports and packs open
+    # the model loads and the packs open (native work, mostly) while the MCP SDK imports
+    embedder = startup.warming(settings)
+    opening = startup.in_background(
+        lambda: startup.open_packs(settings, embedder), "ep-mcp-open-packs"
+    )
     from ep_mcp.serve import app
 
     if settings.server.log_level.upper() == "DEBUG":
@@ -135,7 +139,7 @@ def serve_cmd(
             "add `--transport http`",
             err=True,
         )
-    serve, ring = app.open_context(settings, child_env=os.environ, embedder=embedder)
+    serve, ring = app.open_context(settings, child_env=os.environ, library=opening.result())
 
     def announce(url: str) -> None:
         click.echo(

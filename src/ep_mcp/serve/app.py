@@ -17,16 +17,15 @@ from typing import TYPE_CHECKING, Literal
 
 from ep_mcp.config import ServerSettings, Settings
 from ep_mcp.errors import ConfigError, EpMcpError, ServeError
+from ep_mcp.runtime import Library
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.mcp_server import ServeContext
-from ep_mcp.serve.warm import warming
+from ep_mcp.serve.startup import open_packs, warming
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from ep_mcp.hub.hub import SkillHub
-    from ep_mcp.index.embed.base import Embedder
-
 logger = logging.getLogger(__name__)
 
 Transport = Literal["stdio", "http"]
@@ -70,43 +69,21 @@ def open_context(
     build: bool = True,
     lexical_first: bool | None = None,
     child_env: Mapping[str, str] | None = None,
-    embedder: Embedder | Literal["auto"] | None = "auto",
+    library: Library | None = None,
 ) -> tuple[ServeContext, KeyRing]:
-    """Open the library, the hub, keys, query log. Indexes are brought up to date words first
-    (``lexical_first``; None: unless embedding is trivial) — the backfill thread adds the
-    vectors while the service already answers.
+    """Open the library (unless ``library`` is one already open: `startup.open_packs`), the
+    hub, keys, query log. Indexes are brought up to date words first (``lexical_first``;
+    None: unless embedding is trivial) — the backfill thread adds the vectors while the
+    service already answers.
 
     ``settings`` come resolved from the edge (`config_env.resolve_environment`: keys, home,
-    provider); ``child_env`` is only the environment of the hub's git, gh and claude;
-    ``embedder`` one already warming (`warm.warming`), else the configured one is started."""
-    from ep_mcp.runtime import open_library
+    provider); ``child_env`` is only the environment of the hub's git, gh and claude."""
     from ep_mcp.serve.querylog import QueryLog
     from ep_mcp.tools.registry import tools
 
     tools()  # load the built-in tools now, before worker threads race to do it
-    if settings.home is None:
-        raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
-    if embedder == "auto":
-        embedder = warming(settings)
-    library = open_library(
-        settings,
-        settings.home,
-        build=build,
-        show_progress=None,
-        embedder=embedder,
-        lexical_first=lexical_first,
-    )
-    for rt in library:
-        for warning in rt.pack.warnings:
-            logger.warning("%s: %s", rt.slug, warning)
-        state = rt.build_state()
-        if state["pending"]:
-            logging.getLogger("ep_mcp.progress").info(
-                "pack %s: %d of %d chunks to embed — answers are lexical until they are in",
-                rt.slug,
-                state["pending"],
-                state["chunks"],
-            )
+    if library is None:
+        library = open_packs(settings, warming(settings), build=build, lexical_first=lexical_first)
     keys = {rt.slug: rt.config.api_keys for rt in library}
     ring = KeyRing.build(keys, settings.skills.api_keys, settings.env_keys)
     log_path = settings.server.query_log_path

@@ -1,0 +1,94 @@
+"""The first moments of `serve`: the query model and the packs, opened on threads.
+
+Loading the local model is native work (onnxruntime releases the GIL), and so is much of an
+index build (the tokenizer, SQLite). Started before the MCP SDK is imported (about a second of
+pure Python), they run beside that import instead of after it. Nothing here imports the SDK.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TypeVar
+
+from ep_mcp.config import Settings
+from ep_mcp.errors import ConfigError, EpMcpError
+from ep_mcp.index.embed.base import Embedder
+from ep_mcp.runtime import Library
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def warm_up(embedder: Embedder) -> None:
+    """Load the query model now, so the first client does not wait for it."""
+    try:
+        embedder.embed_query("warm up")
+    except EpMcpError as exc:  # a dead provider degrades queries to lexical; say so once
+        logger.warning("query embedding is unavailable (%s) — queries will be lexical", exc)
+
+
+def warming(settings: Settings) -> Embedder | None:
+    """The configured embedder, its model loading on a daemon thread."""
+    from ep_mcp.index.embed.factory import make_embedder
+
+    embedder = make_embedder(settings)
+    if embedder is not None:
+        threading.Thread(
+            target=warm_up, args=(embedder,), name="ep-mcp-warm-up", daemon=True
+        ).start()
+    return embedder
+
+
+def open_packs(
+    settings: Settings,
+    embedder: Embedder | None,
+    *,
+    build: bool = True,
+    lexical_first: bool | None = None,
+) -> Library:
+    """Open every pack and bring its index up to date, words first (``lexical_first``; None:
+    unless embedding is trivial); say what each pack warns of and what is still to embed."""
+    from ep_mcp.runtime import open_library
+
+    if settings.home is None:
+        raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
+    library = open_library(
+        settings,
+        settings.home,
+        build=build,
+        show_progress=None,
+        embedder=embedder,
+        lexical_first=lexical_first,
+    )
+    for rt in library:
+        for warning in rt.pack.warnings:
+            logger.warning("%s: %s", rt.slug, warning)
+        state = rt.build_state()
+        if state["pending"]:
+            logging.getLogger("ep_mcp.progress").info(
+                "pack %s: %d of %d chunks to embed — answers are lexical until they are in",
+                rt.slug,
+                state["pending"],
+                state["chunks"],
+            )
+    return library
+
+
+def in_background(work: Callable[[], T], name: str) -> Future[T]:
+    """``work()`` on a daemon thread (an interrupted start does not wait for it); its result
+    or its exception comes out of the future."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # handed to whoever waits for the result
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
