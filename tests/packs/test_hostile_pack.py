@@ -95,10 +95,10 @@ def test_an_unreadable_file_is_skipped_with_a_warning(
     write("locked.md", "# Locked\n")
     real_read = files.read_contained
 
-    def fake_read(root: Path, rel: str, limit: int) -> FileBytes:
+    def fake_read(root: Path, rel: str, limit: int, **options: bool) -> FileBytes:
         if rel == "locked.md":
             raise PermissionError(13, "Permission denied", rel)
-        return real_read(root, rel, limit)
+        return real_read(root, rel, limit, **options)
 
     monkeypatch.setattr(files, "read_contained", fake_read)
     pack = load_pack(root)

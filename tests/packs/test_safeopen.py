@@ -86,17 +86,19 @@ def test_a_folder_swapped_for_a_symlink_after_the_check_is_not_followed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "pack"
-    (root / "docs").mkdir(parents=True)
-    (root / "docs" / "x.md").write_text("# X\n", encoding="utf-8")
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "x.md").write_text("# X\n", encoding="utf-8")
+    (root / "docs").symlink_to(root / "real", target_is_directory=True)  # a link: checked
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "x.md").write_text("zebracanary\n", encoding="utf-8")
     real_check = safeopen.contained_path
+    assert read_contained(root, "docs/x.md", 1000).data == b"# X\n"  # inside the pack: read
 
     def check_then_swap(base: Path, rel: str) -> Path:
         checked = real_check(base, rel)  # the check passes on the real folder …
-        (root / "docs").rename(root / "docs-old")  # … then an attacker swaps in a link
-        (root / "docs").symlink_to(outside, target_is_directory=True)
+        (root / "real").rename(root / "real-old")  # … then an attacker swaps in a link
+        (root / "real").symlink_to(outside, target_is_directory=True)
         return checked
 
     monkeypatch.setattr(safeopen, "contained_path", check_then_swap)

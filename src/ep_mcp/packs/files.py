@@ -83,57 +83,68 @@ def walk_files(root: Path, warnings: Warnings) -> list[str]:
     (they would break SQLite later), warning where a user would want to know.
     """
     found: list[str] = []
-
-    def on_error(exc: OSError) -> None:
-        where = Path(exc.filename or root)
-        rel = where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where)
-        warnings.add(printable_name(rel), f"cannot list folder: {exc.strerror} — check permissions")
-
-    for current, dirnames, filenames in os.walk(root, onerror=on_error):
-        base = Path(current)
-        rel_dir = base.relative_to(root)
-        kept = []
-        for name in sorted(dirnames):
-            rel = (rel_dir / name).as_posix()
-            if is_hidden(name) or name in SKIP_DIRS:
-                continue
-            if not _valid_utf8(name):
-                warnings.add(
-                    printable_name(rel), "folder name is not valid UTF-8 — skipped; rename it"
-                )
-            elif (base / name).is_symlink():
-                if _outside(base / name, root):
-                    warnings.add(rel, "symlinked folder points outside the pack — ignored")
-                else:
-                    logger.debug("%s: symlinked folder inside the pack — not followed", rel)
-            else:
-                kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
+    folders = [("", str(root))]  # (pack-relative folder, its path on disk); depth first
+    while folders:
+        rel_dir, current = folders.pop()
+        try:
+            with os.scandir(current) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            where = rel_dir or "."
+            warnings.add(
+                printable_name(where), f"cannot list folder: {exc.strerror} — check permissions"
+            )
+            continue
+        subfolders = []
+        for entry in entries:
+            name = entry.name
+            rel = f"{rel_dir}/{name}" if rel_dir else name
             if is_hidden(name):
                 continue
-            rel = (rel_dir / name).as_posix()
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_link = entry.is_symlink()
+                # a symlink to a folder is a folder here (as os.walk sees it): not followed
+                is_dir = is_dir or (is_link and entry.is_dir())
+            except OSError:
+                is_dir = is_link = False
+            if is_dir:
+                if name in SKIP_DIRS:
+                    continue
+                if not _valid_utf8(name):
+                    warnings.add(
+                        printable_name(rel), "folder name is not valid UTF-8 — skipped; rename it"
+                    )
+                elif is_link:
+                    if _outside(Path(entry.path), root):
+                        warnings.add(rel, "symlinked folder points outside the pack — ignored")
+                    else:
+                        logger.debug("%s: symlinked folder inside the pack — not followed", rel)
+                else:
+                    subfolders.append((rel, entry.path))
+                continue
             if not _valid_utf8(name):
                 if is_markdown(name):
                     warnings.add(
                         printable_name(rel), "file name is not valid UTF-8 — skipped; rename it"
                     )
                 continue
-            if (base / name).is_symlink():
+            if is_link:
                 try:
                     contained_path(root, rel)  # a link is kept only if its target obeys the rule
                 except ContainmentError as exc:
                     warnings.add(rel, _refused(exc))
                     continue
             found.append(rel)
+        folders.extend(reversed(subfolders))
     return sorted(found)
 
 
 def read_text_file(root: Path, rel: str, max_bytes: int, warnings: Warnings) -> SourceFile | None:
     """Read and decode one pack file under the containment rule (see ``safeopen``), or warn
-    once (naming the reason) and return None."""
+    once (naming the reason) and return None. ``root`` is the resolved root of a pack load."""
     try:
-        got = read_contained(root, rel, max_bytes)
+        got = read_contained(root, rel, max_bytes, resolved=True)
     except FileTooLargeError as exc:
         warnings.add(rel, _too_big(exc.size, exc.limit))
         return None

@@ -169,16 +169,21 @@ def read_contained(
     *,
     prefix: bool = False,
     deadline_s: float | None = None,
+    resolved: bool = False,
 ) -> FileBytes:
     """Read pack file ``rel`` under the containment rule (see the module docstring).
 
     Whole file: a file over ``max_bytes`` raises FileTooLargeError. ``prefix=True``: only its
     first ``max_bytes`` bytes are read (reconstruct needs no more than the indexed span).
     Refusals raise ContainmentError; the disk's own errors (permissions, …) raise OSError.
+    ``resolved``: ``root`` is a real path already (a pack load resolves it once, not per file).
     """
-    real = contained_path(root, rel)
-    base = real_root(root)
-    fd = _open_beneath(base, real.relative_to(base).parts)
+    base = root if resolved else real_root(root)
+    try:  # no symlink on the way (the usual case): the path is its own real path
+        fd = _open_beneath(base, pack_parts(rel))
+    except OSError:  # a link (refused by O_NOFOLLOW), or missing: resolve, check, name why
+        real = contained_path(root, rel)
+        fd = _open_beneath(base, real.relative_to(base).parts)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
