@@ -6,8 +6,8 @@ import pytest
 
 from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import NotFoundError
+from ep_mcp.opening import open_library
 from ep_mcp.reading import find_document
-from ep_mcp.runtime import open_library
 
 
 @pytest.mark.parametrize("path", ["./a.md", "./.a.md"])

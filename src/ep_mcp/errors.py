@@ -81,6 +81,10 @@ class IndexDamagedError(IndexBuildError):
         self.reason = reason
 
 
+class BuildingError(EpMcpError):
+    """The server's start-up build has not indexed the packs yet: ask again shortly (503)."""
+
+
 class EmbeddingError(EpMcpError):
     """An embedding provider failed (network, key, dimension, model)."""
 

@@ -47,7 +47,7 @@ def update_index(settings: Settings) -> IndexOutcome:
             "seconds": time.perf_counter() - started,
         }
         return IndexOutcome(state.slug, state.index, report, tuple(state.warnings))
-    from ep_mcp.runtime import open_library  # numpy, the stores, the model: only when building
+    from ep_mcp.opening import open_library  # numpy, the stores, the model: only when building
 
     lib = open_library(settings, home, build=False)
     try:

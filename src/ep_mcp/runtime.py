@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import IndexDamagedError, NotFoundError
+from ep_mcp.errors import EpMcpError, IndexDamagedError, NotFoundError
 from ep_mcp.index import integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
 from ep_mcp.index.buildstate import BuildState, building_note
-from ep_mcp.index.embed.base import Embedder, query_cost
+from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.breaker import interactive, is_bounded
-from ep_mcp.index.embed.factory import make_embedder, token_counter
+from ep_mcp.index.embed.factory import token_counter
 from ep_mcp.index.locate import index_path
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
@@ -266,6 +266,29 @@ class PackRuntime:
             self._own_executors.close()
 
 
+def _done() -> threading.Event:
+    event = threading.Event()
+    event.set()
+    return event
+
+
+@dataclass
+class Readiness:
+    """Whether a library's start-up build is over (at once when it had none to do), and the
+    error that ended it, if one did. Shared by the views of one library."""
+
+    done: threading.Event = field(default_factory=_done)
+    error: EpMcpError | None = None
+
+    def wait(self, timeout_s: float) -> bool:
+        """True once the build is over (then raises its error, if any) within ``timeout_s``."""
+        if not self.done.wait(timeout_s):
+            return False
+        if self.error is not None:
+            raise self.error
+        return True
+
+
 @dataclass
 class Library:
     """Every served pack by slug, with one shared embedder."""
@@ -274,6 +297,7 @@ class Library:
     runtimes: dict[str, PackRuntime]
     embedder: Embedder | None
     executors: LegExecutors | None = None  # owned: shut down by close()
+    readiness: Readiness = field(default_factory=Readiness)
 
     def get(self, slug: str | None = None) -> PackRuntime:
         if slug is None:
@@ -291,6 +315,11 @@ class Library:
 
     def slugs(self) -> list[str]:
         return sorted(self.runtimes)
+
+    def only(self, allowed: frozenset[str] | set[str]) -> Library:
+        """The same library showing only the ``allowed`` packs (what one caller may see)."""
+        shown = {s: rt for s, rt in self.runtimes.items() if s in allowed}
+        return Library(self.settings, shown, self.embedder, readiness=self.readiness)
 
     def search_all(self, request: SearchRequest, rule: ScoreRule | None = None) -> MergedResult:
         """Every pack of this library searched (overlapping on the runtimes' pack threads) and
@@ -318,72 +347,3 @@ class Library:
             rt.close()
         if self.executors is not None:
             self.executors.close()
-
-
-def open_library(
-    settings: Settings,
-    home: Path,
-    *,
-    build: bool = True,
-    show_progress: bool | None = None,
-    embedder: Embedder | str | None = "auto",
-    lexical_first: bool | None = False,
-) -> Library:
-    """Load every configured pack, open (and by default update) its index. ``settings`` come
-    resolved from the edge (`config_env.resolve_environment`); ``lexical_first`` leaves new
-    vectors pending for the server's backfill (serve at once, improve later) — None: when
-    embedding costs more than pure-Python work (a model, a remote provider)."""
-    emb: Embedder | None = make_embedder(settings) if embedder == "auto" else embedder  # type: ignore[assignment]
-    runtimes: dict[str, PackRuntime] = {}
-    lost: list[IndexDamagedError] = []
-    later = query_cost(emb) != "trivial" if lexical_first is None else lexical_first
-    executors, how = LegExecutors.start(), (build, later)
-    try:
-        for cfg in settings.packs:
-            try:
-                rt = _open_pack(cfg, settings, emb, home, how, show_progress, executors)
-            except IndexDamagedError as exc:  # several packs: serve the others without this one
-                if len(settings.packs) == 1:
-                    raise
-                logger.error("%s — serving the other packs without it", exc)
-                lost.append(exc)
-                continue
-            if rt.slug in runtimes:
-                raise NotFoundError(
-                    f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
-                )
-            runtimes[rt.slug] = rt
-        if not runtimes and lost:
-            raise lost[0]
-    except BaseException:
-        executors.close()
-        raise
-    return Library(settings, runtimes, emb, executors)
-
-
-def _open_pack(
-    cfg: PackSettings,
-    settings: Settings,
-    embedder: Embedder | None,
-    home: Path,
-    build: tuple[bool, bool],  # (update the index, lexical first)
-    show_progress: bool | None,
-    executors: LegExecutors,
-) -> PackRuntime:
-    """Open one pack and update its index; damage met while updating is rebuilt once."""
-    if cfg.artifact is not None:  # a published artifact: its current version, read-only
-        from ep_mcp.index.artifact import served_settings
-
-        cfg = served_settings(cfg)
-    for attempt in (1, 2):
-        rt = PackRuntime(cfg, settings, embedder, home, executors)
-        if not build[0] or cfg.read_only:
-            return rt
-        try:  # the pack was just read: no second load
-            rt.index(show_progress=show_progress, reload=False, lexical_first=build[1])
-            return rt
-        except IndexDamagedError:
-            rt.close()
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")

@@ -150,8 +150,8 @@ def test_serving_an_artifact_needs_only_its_folder(
     garden: Path, tmp_path: Path, publish_to: Callable[..., Published]
 ) -> None:
     from ep_mcp.config import load_settings
+    from ep_mcp.opening import open_library
     from ep_mcp.retrieval.types import SearchRequest
-    from ep_mcp.runtime import open_library
 
     publish_to(garden, tmp_path / "out")
     for p in garden.iterdir():
@@ -175,7 +175,7 @@ def test_serving_an_artifact_needs_only_its_folder(
 
 def test_an_artifact_pack_with_nothing_published_is_a_clear_error(tmp_path: Path) -> None:
     from ep_mcp.config import load_settings
-    from ep_mcp.runtime import open_library
+    from ep_mcp.opening import open_library
 
     settings = load_settings(data={"packs": [{"artifact": str(tmp_path / "none")}]})
     with pytest.raises(ArtifactError, match="nothing is published there yet"):

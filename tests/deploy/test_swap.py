@@ -13,10 +13,11 @@ import pytest
 
 from ep_mcp.config import load_settings
 from ep_mcp.index import artifact
+from ep_mcp.opening import open_library
 from ep_mcp.publish import Published
 from ep_mcp.reading import find_document
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library, open_library
+from ep_mcp.runtime import Library
 from ep_mcp.serve.artifacts import ArtifactWatcher
 
 NEW_WORD = "quokkazebra"

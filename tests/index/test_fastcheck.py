@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import ep_mcp.runtime
+import ep_mcp.opening
 from ep_mcp.cli import main
 
 FILES = {
@@ -48,7 +48,7 @@ def forbid_opening(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the pack was opened and parsed")
 
-    monkeypatch.setattr(ep_mcp.runtime, "open_library", refuse)
+    monkeypatch.setattr(ep_mcp.opening, "open_library", refuse)
 
 
 def test_an_unchanged_pack_is_reported_current_without_parsing_it(

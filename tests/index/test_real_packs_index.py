@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from conftest import shared_path
 from ep_mcp.cli import main
 from ep_mcp.config import PackSettings, Settings, default_home
+from ep_mcp.opening import open_library
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import open_library
 
 TARGETS = [
     ("packs", "blender-3d"),

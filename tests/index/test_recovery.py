@@ -15,8 +15,9 @@ from ep_mcp.errors import IndexBuildError, IndexDamagedError
 from ep_mcp.index import integrity
 from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.index.store import Store
+from ep_mcp.opening import open_library
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library, open_library
+from ep_mcp.runtime import Library
 
 Damage = tuple[str, Callable[[Path], None]]
 FILES = {

@@ -19,9 +19,10 @@ from ep_mcp.errors import QueryError
 from ep_mcp.index.builder import build_index
 from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.index.store import Store
+from ep_mcp.opening import open_library
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime, open_library
+from ep_mcp.runtime import PackRuntime
 
 TOPICS = [
     "solar panels",

@@ -9,7 +9,7 @@ from ep_mcp.config import PackSettings, Settings
 from ep_mcp.index.embed import QueryEmbeddingCache, create_embedder
 from ep_mcp.index.embed.base import EmbeddingSpec
 from ep_mcp.index.embed.breaker import guard
-from ep_mcp.runtime import open_library
+from ep_mcp.opening import open_library
 from ep_mcp.serve.backfill import Backfill
 from fake_provider import serve
 

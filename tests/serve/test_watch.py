@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.index.embed import HashingEmbedder
+from ep_mcp.opening import open_library
 from ep_mcp.reading import find_document
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime, open_library
+from ep_mcp.runtime import PackRuntime
 from ep_mcp.serve.watch import PackWatcher
 
 

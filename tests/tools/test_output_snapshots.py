@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from ep_mcp.cli import main
 from ep_mcp.config import load_settings
 from ep_mcp.hub.git import Git
-from ep_mcp.runtime import open_library
+from ep_mcp.opening import open_library
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 SNAPSHOTS = Path(__file__).with_name("output_snapshots.json")

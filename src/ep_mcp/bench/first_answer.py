@@ -51,7 +51,7 @@ def first_answer(
                 while True:
                     got = await c.read_resource(f"ep://{_slug(r)}/status")
                     state = json.loads(got.contents[0].text)  # type: ignore[union-attr]
-                    if state["phase"] != "embedding" and state["phase"] != "lexical":
+                    if state["phase"] not in ("indexing", "embedding", "lexical"):
                         break
                     await anyio.sleep(POLL_S)
                 r = await c.call_tool("ep_search", {"query": query})

@@ -27,8 +27,9 @@ from typing import ClassVar
 
 from ep_mcp.config import EmbeddingSpec, PackSettings, Settings
 from ep_mcp.eval.metrics import percentile
+from ep_mcp.opening import open_library
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library, open_library
+from ep_mcp.runtime import Library
 
 Report = dict[str, object]
 

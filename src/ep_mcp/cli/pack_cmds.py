@@ -61,7 +61,7 @@ def _open_one(
     build: bool = True,
     config: Path | None = None,
 ) -> tuple[Library, PackRuntime]:
-    from ep_mcp.runtime import open_library
+    from ep_mcp.opening import open_library
 
     settings = pack_settings(pack, provider, index_dir, config)
     assert settings.home is not None

@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -118,13 +118,6 @@ def serve_cmd(
     settings, zero = serve_settings(
         config, packs, provider=provider, index_dir=index_dir, host=host, port=port
     )
-    # the model loads and the packs open (native work, mostly) while the MCP SDK imports
-    embedder = startup.warming(settings)
-    opening = startup.in_background(
-        lambda: startup.open_packs(settings, embedder), "ep-mcp-open-packs"
-    )
-    from ep_mcp.serve import app
-
     if settings.server.log_level.upper() == "DEBUG":
         logging.getLogger("ep_mcp").setLevel(logging.DEBUG)
     chosen = transport or ("stdio" if packs or config is None else settings.server.transport)
@@ -133,6 +126,16 @@ def serve_cmd(
         workers = default_workers(chosen, watching)
     else:
         watching = settings.server.watch and not zero and workers == 1 if watch is None else watch
+    # The model loads and the packs open while the MCP SDK imports. One process then answers
+    # at once and builds the indexes on a thread (tools wait for it: Library.readiness);
+    # workers open indexes their parent built first.
+    embedder = startup.warming(settings)
+    build: bool | Literal["later"] = "later" if workers == 1 else True
+    opening = startup.in_background(
+        lambda: startup.open_packs(settings, embedder, build=build), "ep-mcp-open-packs"
+    )
+    from ep_mcp.serve import app
+
     if chosen == "stdio" and sys.stdin.isatty():
         click.echo(
             "ep-mcp: speaking MCP over stdio, for a desktop host to launch — to serve HTTP, "
@@ -140,6 +143,12 @@ def serve_cmd(
             err=True,
         )
     serve, ring = app.open_context(settings, child_env=os.environ, library=opening.result())
+
+    def finish() -> None:
+        startup.finish(serve.library)
+        startup.prepare_tools()
+
+    startup.in_background(finish, "ep-mcp-index")
 
     def announce(url: str) -> None:
         click.echo(

@@ -20,7 +20,7 @@ class BuildCancelled(Exception):  # a signal, not an error
     (the vectors computed so far are in the embedding cache for the next run)."""
 
 
-Phase = Literal["lexical", "embedding", "ready", "lexical-only"]
+Phase = Literal["indexing", "lexical", "embedding", "ready", "lexical-only"]
 
 
 @dataclass
@@ -28,6 +28,7 @@ class BuildState:
     """Thread-safe: the backfill thread writes, request handlers read."""
 
     clock: Callable[[], float] = time.monotonic
+    indexing: bool = False  # the start-up build has not committed this pack's words yet
     embedding: bool = False  # a background embedding run is in progress
     done: int = 0
     total: int = 0
@@ -62,7 +63,9 @@ class BuildState:
         with self._lock:
             embedding, done, total, started = self.embedding, self.done, self.total, self._started
         phase: Phase
-        if not dense:
+        if self.indexing:
+            phase = "indexing"
+        elif not dense:
             phase = "lexical-only"
         elif not pending:
             phase = "ready"
@@ -70,7 +73,7 @@ class BuildState:
             phase = "embedding" if embedding else "lexical"
         out: dict[str, Any] = {
             "phase": phase,
-            "mode": "hybrid" if dense and not pending else "lexical",
+            "mode": "hybrid" if phase == "ready" else "lexical",
             "chunks": chunks,
             "embedded": chunks - pending if dense else 0,
             "pending": pending if dense else 0,
@@ -82,7 +85,8 @@ class BuildState:
         return out
 
 
-PHASES: tuple[Phase, ...] = ("embedding", "lexical", "lexical-only", "ready")  # least done first
+# least done first
+PHASES: tuple[Phase, ...] = ("indexing", "embedding", "lexical", "lexical-only", "ready")
 
 
 def overall(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -91,7 +95,7 @@ def overall(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     pending = sum(s["pending"] for s in states)
     return {
         "phase": phase,
-        "mode": "lexical" if pending or phase == "lexical-only" else "hybrid",
+        "mode": "hybrid" if phase == "ready" else "lexical",
         "chunks": sum(s["chunks"] for s in states),
         "embedded": sum(s["embedded"] for s in states),
         "pending": pending,

@@ -45,6 +45,9 @@ class Backfill:
             self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        while not self.library.readiness.done.wait(0.25):  # the start-up build leaves the work
+            if self._stop.is_set():
+                return
         while True:
             try:
                 self.run_once()

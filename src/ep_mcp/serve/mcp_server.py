@@ -90,8 +90,7 @@ class PackScope:
         return [lib.runtimes[s] for s in self.all_slugs()]
 
     def library(self) -> Library:
-        lib = self.serve.library
-        return Library(lib.settings, {s: lib.runtimes[s] for s in self.all_slugs()}, lib.embedder)
+        return self.serve.library.only(set(self.all_slugs()))
 
     def runtime(self, slug: str) -> PackRuntime:
         visible = self.all_slugs()

@@ -204,10 +204,7 @@ def _run(
     args: dict[str, object],
     vector: tuple[float, ...] | None,
 ) -> JsonObject:
-    lib = serve.library
-    view = Library(
-        lib.settings, {s: lib.runtimes[s] for s in lib.slugs() if s in allowed}, lib.embedder
-    )
+    view = serve.library.only(allowed)
     if vector is not None:
         pack = args.get("pack")
         _check_dimension(view, pack if isinstance(pack, str) else None, vector)

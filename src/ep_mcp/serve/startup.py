@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from ep_mcp.config import Settings
 from ep_mcp.errors import ConfigError, EpMcpError
@@ -46,12 +46,13 @@ def open_packs(
     settings: Settings,
     embedder: Embedder | None,
     *,
-    build: bool = True,
+    build: bool | Literal["later"] = True,
     lexical_first: bool | None = None,
 ) -> Library:
-    """Open every pack and bring its index up to date, words first (``lexical_first``; None:
-    unless embedding is trivial); say what each pack warns of and what is still to embed."""
-    from ep_mcp.runtime import open_library
+    """Open every pack and (``build``) bring its index up to date, words first
+    (``lexical_first``; None: unless embedding is trivial); ``"later"``: leave that to
+    `finish`. Say what each pack warns of, and what is still to embed."""
+    from ep_mcp.opening import open_library
 
     if settings.home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
@@ -66,6 +67,28 @@ def open_packs(
     for rt in library:
         for warning in rt.pack.warnings:
             logger.warning("%s: %s", rt.slug, warning)
+    if build is True:
+        _say_pending(library)
+    return library
+
+
+def finish(library: Library) -> None:
+    """The start-up build of a library opened with ``build="later"`` (on a thread while the
+    server answers); a failure is logged here and answered to every tool call."""
+    from ep_mcp.opening import finish_build
+
+    if library.readiness.done.is_set():
+        return  # opened with its build done (or none to do)
+    try:
+        finish_build(library)
+    except EpMcpError as exc:
+        logger.error("%s", exc.for_cli())
+        return
+    _say_pending(library)
+
+
+def _say_pending(library: Library) -> None:
+    for rt in library:
         state = rt.build_state()
         if state["pending"]:
             logging.getLogger("ep_mcp.progress").info(
@@ -74,7 +97,15 @@ def open_packs(
                 state["pending"],
                 state["chunks"],
             )
-    return library
+
+
+def prepare_tools() -> None:
+    """Register the built-in tools and build their argument validators now (importing
+    jsonschema is otherwise a noticeable part of the first call)."""
+    from ep_mcp.tools.registry import tools, validator_for
+
+    for spec in tools():
+        validator_for(spec)
 
 
 def in_background(work: Callable[[], T], name: str) -> Future[T]:

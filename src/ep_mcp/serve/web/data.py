@@ -26,9 +26,7 @@ from ep_mcp.tools.schema import arg_int, arg_opt_str, arg_strs
 
 def restricted(lib: Library, allowed: frozenset[str]) -> Library:
     """The same library, showing only ``allowed`` packs."""
-    return Library(
-        lib.settings, {s: lib.runtimes[s] for s in lib.slugs() if s in allowed}, lib.embedder
-    )
+    return lib.only(allowed)
 
 
 def search(lib: Library, args: Mapping[str, object]) -> SearchResult:

@@ -1,0 +1,136 @@
+"""Open a library: load every configured pack and build or update its index.
+
+`open_library` builds at once (the CLI, benchmarks, the HTTP parent of workers) or leaves the
+build to `finish_build` (``build="later"``: `serve` answers its handshake meanwhile, and tools
+wait for ``Library.readiness``). An index found damaged while it is updated is rebuilt once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Literal
+
+from ep_mcp.config import PackSettings, Settings
+from ep_mcp.errors import EpMcpError, IndexDamagedError, NotFoundError
+from ep_mcp.index.embed.base import Embedder, query_cost
+from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.retrieval.source import LegExecutors
+from ep_mcp.runtime import Library, PackRuntime, Readiness
+
+logger = logging.getLogger(__name__)
+
+
+def open_library(
+    settings: Settings,
+    home: Path,
+    *,
+    build: bool | Literal["later"] = True,
+    show_progress: bool | None = None,
+    embedder: Embedder | str | None = "auto",
+    lexical_first: bool | None = False,
+) -> Library:
+    """Load every configured pack, open (and by default update) its index. ``settings`` come
+    resolved from the edge (`config_env.resolve_environment`); ``lexical_first`` leaves new
+    vectors pending for the server's backfill (serve at once, improve later) — None: when
+    embedding costs more than pure-Python work (a model, a remote provider). ``build="later"``
+    opens every pack without updating its index: ``Library.finish_build`` does that (the
+    server answers its handshake meanwhile; tools wait for ``Library.readiness``)."""
+    emb: Embedder | None = make_embedder(settings) if embedder == "auto" else embedder  # type: ignore[assignment]
+    runtimes: dict[str, PackRuntime] = {}
+    lost: list[IndexDamagedError] = []
+    later = query_cost(emb) != "trivial" if lexical_first is None else lexical_first
+    executors, how = LegExecutors.start(), (build, later)
+    try:
+        for cfg in settings.packs:
+            try:
+                rt = _open_pack(cfg, settings, emb, home, how, show_progress, executors)
+            except IndexDamagedError as exc:  # several packs: serve the others without this one
+                if len(settings.packs) == 1:
+                    raise
+                logger.error("%s — serving the other packs without it", exc)
+                lost.append(exc)
+                continue
+            if rt.slug in runtimes:
+                raise NotFoundError(
+                    f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
+                )
+            runtimes[rt.slug] = rt
+        if not runtimes and lost:
+            raise lost[0]
+    except BaseException:
+        executors.close()
+        raise
+    library = Library(settings, runtimes, emb, executors)
+    if build == "later" and any(not rt.config.read_only for rt in runtimes.values()):
+        library.readiness = Readiness(threading.Event())
+        for rt in runtimes.values():
+            rt.building.indexing = not rt.config.read_only
+    return library
+
+
+def _open_pack(
+    cfg: PackSettings,
+    settings: Settings,
+    embedder: Embedder | None,
+    home: Path,
+    build: tuple[bool | Literal["later"], bool],  # (update the index, lexical first)
+    show_progress: bool | None,
+    executors: LegExecutors,
+) -> PackRuntime:
+    """Open one pack and update its index; damage met while updating is rebuilt once."""
+    if cfg.artifact is not None:  # a published artifact: its current version, read-only
+        from ep_mcp.index.artifact import served_settings
+
+        cfg = served_settings(cfg)
+    rt = PackRuntime(cfg, settings, embedder, home, executors)
+    if build[0] is not True or cfg.read_only:
+        return rt
+    return _index_with_retry(rt, show_progress, build[1], reload=False)
+
+
+def _index_with_retry(
+    rt: PackRuntime, show_progress: bool | None, lexical_first: bool, *, reload: bool
+) -> PackRuntime:
+    """``rt`` with its index brought up to date; an index found damaged meanwhile is marked,
+    closed and reopened (rebuilt) once — the runtime returned is then a new one."""
+    if rt.config.read_only:
+        return rt
+    try:  # the pack was just read: no second load
+        rt.index(show_progress=show_progress, reload=reload, lexical_first=lexical_first)
+        return rt
+    except IndexDamagedError:
+        rt.close()
+    shared = rt.executors if rt._own_executors is None else None  # its own closed with it
+    again = PackRuntime(rt.config, rt.settings, rt.embedder, rt.home, shared)
+    try:
+        again.index(show_progress=show_progress, reload=False, lexical_first=lexical_first)
+    except IndexDamagedError:
+        again.close()
+        raise
+    return again
+
+
+def finish_build(library: Library, lexical_first: bool | None = None) -> None:
+    """The start-up build deferred by ``open_library(build="later")``: bring every pack's
+    index up to date (words first unless embedding is trivial), then mark the library
+    ready. A pack whose index is damaged twice is dropped when others remain; any other
+    failure is kept in ``readiness.error`` and raised to whoever waits."""
+    later = query_cost(library.embedder) != "trivial" if lexical_first is None else lexical_first
+    try:
+        for slug, rt in list(library.runtimes.items()):
+            try:
+                library.runtimes[slug] = _index_with_retry(rt, None, later, reload=False)
+            except IndexDamagedError as exc:
+                if len(library.runtimes) == 1:
+                    raise
+                logger.error("%s — serving the other packs without it", exc)
+                library.runtimes.pop(slug).close()
+    except EpMcpError as exc:
+        library.readiness.error = exc
+        raise
+    finally:
+        for rt in library.runtimes.values():
+            rt.building.indexing = False
+        library.readiness.done.set()
