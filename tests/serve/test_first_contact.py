@@ -123,3 +123,81 @@ def test_serve_over_stdio_with_the_real_model_initialises_before_embedding_and_t
                 assert r.structured_content["mode"] == "hybrid"  # type: ignore[index]
 
     anyio.run(go)
+
+
+def test_the_handshake_does_not_wait_for_the_index_build_and_tools_wait_for_it(
+    fresh_packs: dict[str, Path], settings_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve` opens the packs, answers, and builds on a thread: a tool call meanwhile waits
+    for the build (a status read does not), then answers from the whole index."""
+    import threading
+
+    from ep_mcp.index.builder import build_index
+    from ep_mcp.serve import startup
+    from ep_mcp.tools import registry
+
+    gate = threading.Event()
+    real_build = build_index
+
+    def held_build(*args: Any, **kwargs: Any) -> Any:
+        gate.wait(30)  # the build cannot finish before the test lets it
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr("ep_mcp.runtime.build_index", held_build)
+    settings = settings_for(fresh_packs)
+    library = startup.open_packs(settings, None, build="later")
+    serve, _ = open_context(settings, library=library)
+    try:
+        assert not library.readiness.done.is_set()
+        server = build_server(serve)
+
+        async def during() -> None:
+            async with Client(server) as c:  # the handshake: answered while nothing is built
+                state = await status(c, "beta")
+                assert state["phase"] == "indexing" and state["mode"] == "lexical"
+                monkeypatch.setattr(registry, "READY_WAIT_S", 0.2)
+                r = await c.call_tool("ep_search", {"query": "compost greens", "pack": "beta"})
+                assert r.is_error
+                text = r.content[0].text  # type: ignore[union-attr]
+                assert "still being indexed" in text and "beta indexing" in text
+                monkeypatch.setattr(registry, "READY_WAIT_S", 30.0)
+                threading.Timer(0.3, gate.set).start()  # the build goes on while it waits
+                r = await c.call_tool("ep_search", {"query": "compost greens", "pack": "beta"})
+                assert not r.is_error, r.content
+                assert r.structured_content["results"][0]["source_file"] == "compost.md"  # type: ignore[index]
+
+        builder_thread = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
+        anyio.run(during)
+        builder_thread.result(timeout=30)
+        assert library.readiness.done.is_set()
+        assert {rt.build_state()["phase"] for rt in library} == {"lexical-only"}  # no embedder
+    finally:
+        gate.set()
+        serve.library.close()
+
+
+def test_a_start_up_build_that_fails_is_answered_to_every_tool_call(
+    fresh_packs: dict[str, Path], settings_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ep_mcp.errors import IndexBuildError
+    from ep_mcp.serve import startup
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise IndexBuildError("disk full while writing the index — free some space")
+
+    monkeypatch.setattr("ep_mcp.runtime.build_index", broken)
+    settings = settings_for(fresh_packs)
+    library = startup.open_packs(settings, None, build="later")
+    serve, _ = open_context(settings, library=library)
+    try:
+        startup.finish(library)  # logs the failure, never raises into the server
+        assert library.readiness.done.is_set()
+
+        async def call() -> None:
+            async with Client(build_server(serve)) as c:
+                r = await c.call_tool("ep_search", {"query": "compost", "pack": "beta"})
+                assert r.is_error and "disk full" in r.content[0].text  # type: ignore[union-attr]
+
+        anyio.run(call)
+    finally:
+        serve.library.close()
