@@ -170,6 +170,13 @@ class SkillsSettings:
     name_weight: float = 1.0  # name/description term match, independent of each tap's BM25
     vector_weight: float = 2.0  # cosine over all chunks, when the taps have vectors
     support_factor: float = 0.5  # supporting-file BM25 scores count this much
+    # "no skill matches" (hub.match; chosen on the golden dev queries, docs/BENCHMARKS.md):
+    # best cosine + match_coverage_weight x term coverage of the first skills below min_match →
+    # no skill; without vectors (or another embedder) term coverage below min_match_lexical
+    min_match: float = 0.542
+    match_coverage_weight: float = 0.5
+    min_match_lexical: float = 0.324
+    match_model: str = "local/all-MiniLM-L6-v2-int8"  # prefix of min_match's embedder; "*" any
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,11 @@ The four word patterns mean four different things, so each keeps its own name:
 - ``query_words``: the same, keeping an inner apostrophe (``don't``) — the user's query;
 - ``identifier_words``: ``\\w`` runs (``snake_case`` stays one word) — the hashing embedder;
 - ``ascii_words``: runs of ``a-z0-9`` — skill names and descriptions.
+
+And what a reader is shown of a chunk: ``strip_leading_noise`` (a hit's text: its first lines
+skip HTML comments, frontmatter blocks and residue, the rest verbatim) and ``readable`` (an
+excerpt's or snippet's source: every comment gone too). Only what is shown — the indexed text
+(BM25, embeddings, confidence features) is the raw span.
 """
 
 from __future__ import annotations
@@ -29,6 +34,20 @@ _WORD = re.compile(r"[^\W_]+")
 _QUERY_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 _IDENTIFIER = re.compile(r"\w+")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_YAML_LINE = r"(?:[ \t]*(?:[a-z_\"'][\w\"'-]*[ \t]*:|-[ \t])[^\n]*|[ \t]+\S[^\n]*|[ \t]*)\n"
+# one piece of leading noise: a blank line, an HTML comment (an author's `<!-- context: … -->`
+# line), a YAML block between `---` lines (a second frontmatter), or one residue line — a lone
+# `---`, a lower-case `key: value`, a `[context: …]` line. Keys start lower-case, as frontmatter
+# keys do, so a first line of prose such as "Note: …" stays.
+_NOISE = re.compile(
+    r"[ \t]*\n"
+    r"|[ \t]*<!--.*?(?:-->|\Z)[ \t]*\n?"
+    rf"|---[ \t]*\n(?:{_YAML_LINE})*?---[ \t]*(?:\n|\Z)"
+    r"|[ \t]*(?:---+|[a-z_][\w-]*:[ \t]*\S[^\n]*|\[context:[^\n]*\])[ \t]*(?:\n|\Z)",
+    re.DOTALL,
+)
 
 
 def words(text: str) -> list[str]:
@@ -58,3 +77,18 @@ def stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
+
+
+def strip_leading_noise(text: str) -> str:
+    """``text`` from its first line of content: leading blank lines, HTML comments, frontmatter
+    blocks and residue lines skipped; the rest verbatim. All noise: the text, stripped."""
+    pos = 0
+    while pos < len(text) and (m := _NOISE.match(text, pos)) and m.end() > pos:
+        pos = m.end()
+    rest = text[pos:]
+    return rest if rest.strip() else text.strip()
+
+
+def readable(text: str) -> str:
+    """The source of an excerpt: every HTML comment removed, then the leading noise."""
+    return strip_leading_noise(_COMMENT.sub("", text))

@@ -20,6 +20,7 @@ from ep_mcp.eval.golden import GoldenQuery, load_golden
 from ep_mcp.eval.metrics import first_rank, hit_rate, mean_reciprocal_rank
 from ep_mcp.hub.git import Git
 from ep_mcp.hub.hub import SkillHub
+from ep_mcp.hub.results import ReindexReport
 from ep_mcp.index.embed.base import Embedder
 
 # golden file (pack) → the tap name its repository gets when tapped as <owner>/<repo>
@@ -27,6 +28,7 @@ GOLDEN_TAPS = {
     "anthropics-skills": ("anthropics", "skills"),
     "obra-superpowers": ("obra", "superpowers"),
 }
+SPLIT_KEYS = ("all", "negatives", "answerable_withheld")
 MODES = {"lexical": ("lexical",), "dense": ("vector",), "hybrid": ("lexical", "vector")}
 
 
@@ -56,6 +58,7 @@ def score(
     rankers: dict[str, int] = defaultdict(int)
     misses: list[dict[str, object]] = []
     took: list[float] = []
+    withheld = 0  # answerable queries answered "no skill matches"
     for q in queries:
         reply = hub.search(q.query, 10, smart=smart)
         took.append(reply.took_ms)
@@ -64,6 +67,7 @@ def score(
         if q.negative:
             negatives.append(int(bool(ids)))
             continue
+        withheld += bool(reply.withheld)
         rank = first_rank(ids, q.expected)
         per[q.category].append(rank)
         if rank != 1:
@@ -93,10 +97,39 @@ def score(
         "problem-shaped": agg(problem),
         "by_category": {c: agg(rows) for c, rows in sorted(per.items())},
         "negatives": {"n": len(negatives), "answered": sum(negatives)},
+        "answerable_withheld": withheld,
         "rankers": dict(rankers),
         "p50_ms": round(statistics.median(took), 2) if took else 0.0,
         "misses": misses,
     }
+
+
+def tap_golden(
+    skills_root: Path,
+    work: Path,
+    settings: Settings,
+    env: Mapping[str, str],
+    dense: bool,
+    embedder: Embedder | str | None = "auto",
+) -> tuple[Settings, ReindexReport, float]:
+    """Both golden repositories tapped together under ``work`` and indexed: the settings that
+    point at them, the reindex report and its seconds."""
+    home = work / "home"
+    settings = dataclasses.replace(settings, home=home)
+    for pack, (owner, repo) in GOLDEN_TAPS.items():
+        dest = work / "src" / owner / repo
+        if not dest.exists():
+            make_repo(skills_root / pack, dest, env)
+    hub = SkillHub(settings, env, embedder=embedder, llm=None)
+    try:
+        for owner, repo in GOLDEN_TAPS.values():
+            if not (home / "taps" / f"{owner}__{repo}").exists():
+                hub.taps.add(str(work / "src" / owner / repo), allow_file=True)
+        started = time.perf_counter()
+        report = hub.reindex(dense=dense)
+        return settings, report, time.perf_counter() - started
+    finally:
+        hub.close()
 
 
 def quality(
@@ -109,24 +142,9 @@ def quality(
     embedder: Embedder | str | None = "auto",
 ) -> dict[str, object]:
     """Tap both golden repositories together and score each retrieval mode."""
-    home = work / "home"
-    settings = dataclasses.replace(settings, home=home)
-    for pack, (owner, repo) in GOLDEN_TAPS.items():
-        dest = work / "src" / owner / repo
-        if not dest.exists():
-            make_repo(skills_root / pack, dest, env)
-    queries = golden_queries(golden_dir)
     dense = any(m != "lexical" for m in modes)
-    hub = SkillHub(settings, env, embedder=embedder, llm=None)
-    try:
-        for owner, repo in GOLDEN_TAPS.values():
-            if not (home / "taps" / f"{owner}__{repo}").exists():
-                hub.taps.add(str(work / "src" / owner / repo), allow_file=True)
-        started = time.perf_counter()
-        report = hub.reindex(dense=dense)
-        index_s = time.perf_counter() - started
-    finally:
-        hub.close()
+    settings, report, index_s = tap_golden(skills_root, work, settings, env, dense, embedder)
+    queries = golden_queries(golden_dir)
     rows: dict[str, object] = {
         "index_seconds": round(index_s, 2),
         "reindex": report.reindexed,
@@ -136,7 +154,13 @@ def quality(
         hub = SkillHub(settings, env, embedder=embedder, llm=None, legs=MODES[mode])
         try:
             hub.search("warm up", 1)
-            rows[mode] = score(hub, queries)
+            scored = score(hub, queries)
+            scored["splits"] = {
+                split: {k: v for k, v in score(hub, part).items() if k in SPLIT_KEYS}
+                for split in ("dev", "test")
+                if (part := [q for q in queries if q.split == split])
+            }
+            rows[mode] = scored
         finally:
             hub.close()
     return rows

@@ -164,16 +164,24 @@ def _check(tool: str, args: Arguments) -> None:
 @click.argument("query")
 @click.option("-n", "--limit", type=click.IntRange(1, 50), default=10, show_default=True)
 @click.option("--smart", is_flag=True, default=None, help="LLM rerank of the shortlist.")
+@click.option(
+    "--include-low-confidence",
+    "low",
+    is_flag=True,
+    help="Show the closest skills even when none matches the task well.",
+)
 @config_option
 @json_option
 @fail_cleanly
 def search_cmd(
-    query: str, limit: int, smart: bool | None, config: Path | None, as_json: bool
+    query: str, limit: int, smart: bool | None, low: bool, config: Path | None, as_json: bool
 ) -> None:
-    """Find the best skill for QUERY across every tap."""
+    """Find the best skill for QUERY across every tap (none, with a note, when no skill
+    matches it well)."""
     _check("skill_search", {"query": query, "limit": limit})
     with open_hub(config) as hub:
-        data = hub.search(query, limit, smart=True if smart else None)
+        data = hub.search(query, limit, smart=True if smart else None, include_low_confidence=low)
+    data = data.with_hint("add --include-low-confidence to see the closest anyway")
     if as_json:
         emit_json(data.to_dict())
         return
@@ -293,6 +301,12 @@ def discover_cmd(query: str, limit: int, config: Path | None, as_json: bool) -> 
 @click.option("--scale/--no-scale", default=False, help="Also run the 20-tap scale check.")
 @click.option("--quality/--no-quality", default=True)
 @click.option(
+    "--match",
+    "match",
+    is_flag=True,
+    help="Also choose the no-skill-matches floor on the dev queries and report it on test.",
+)
+@click.option(
     "--work",
     type=click.Path(path_type=Path, file_okay=False),
     help="Keep repositories and indexes here (default: a temp folder).",
@@ -306,21 +320,33 @@ def bench_skills_cmd(
     modes: str,
     scale: bool,
     quality: bool,
+    match: bool,
     work: Path | None,
     config: Path | None,
     as_json: bool,
 ) -> None:
-    """Hub ranking quality (hit@1/hit@5/MRR per mode) and, with --scale, reindex/search times."""
+    """Hub ranking quality (hit@1/hit@5/MRR per mode), with --match the no-match floor chosen
+    on dev and its effect on test, and with --scale reindex/search times."""
     from ep_mcp.bench import hub as hub_bench
 
     settings = resolve_settings(config)
     out: dict[str, Any] = {}  # the bench's report: loose JSON, rendered below
+    mode_list = [m.strip() for m in modes.split(",") if m.strip()]
     with tempfile.TemporaryDirectory(prefix="ep-bench-skills-") as tmp:
         base = work or Path(tmp)
         if quality:
-            mode_list = [m.strip() for m in modes.split(",") if m.strip()]
             out["quality"] = hub_bench.quality(
                 skills_root, golden, base / "quality", settings, os.environ, mode_list
+            )
+        if match:
+            from ep_mcp.bench import hub_match
+
+            dense = any(m != "lexical" for m in mode_list)
+            tapped, _, _ = hub_bench.tap_golden(
+                skills_root, base / "quality", settings, os.environ, dense
+            )
+            out["match"] = hub_match.report(
+                tapped, os.environ, golden, [m for m in mode_list if m != "dense"]
             )
         if scale:
             out["scale"] = hub_bench.scale(base / "scale", settings, os.environ)
@@ -336,5 +362,8 @@ def bench_skills_cmd(
                 f"problem {row['problem-shaped']}  negatives {row['negatives']}  "
                 f"p50 {row['p50_ms']} ms"
             )
+    for mode, row in out.get("match", {}).items():
+        for key in ("chosen_on_dev", "test_at_chosen", "test_at_configured"):
+            click.echo(f"match {mode:<8} {key:<19} {row[key]}")
     if "scale" in out:
         click.echo(f"scale: {out['scale']}")

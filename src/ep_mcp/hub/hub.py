@@ -28,6 +28,7 @@ from ep_mcp.hub.errors import TapError
 from ep_mcp.hub.git import CREDENTIALS_DROPPED, Git, parse_source
 from ep_mcp.hub.github import discover_github
 from ep_mcp.hub.llm import LlmClient, LlmReranker, choose_client
+from ep_mcp.hub.match import MATCH_DEPTH, MatchFloor, judge_match, no_match_note
 from ep_mcp.hub.ranking import collapse_mirrors
 from ep_mcp.hub.render import read_bounded, render_candidate, render_entry
 from ep_mcp.hub.results import (
@@ -44,7 +45,7 @@ from ep_mcp.hub.results import (
     TapStatus,
     UpdateReport,
 )
-from ep_mcp.hub.search import Fusion, best_chunks, llm_rerank, retrieve
+from ep_mcp.hub.search import Fusion, best_chunks, llm_rerank, match_evidence, retrieve
 from ep_mcp.hub.tapindex import Tap, TapIndex
 from ep_mcp.hub.taps import TapManager
 from ep_mcp.index.embed.base import Embedder
@@ -93,6 +94,9 @@ class SkillHub:
             sk.name_weight,
             sk.vector_weight,
             sk.support_factor,
+        )
+        self.match_floor = MatchFloor(
+            sk.min_match, sk.match_coverage_weight, sk.min_match_lexical, sk.match_model
         )
 
     # -- parts -------------------------------------------------------------------------------
@@ -309,7 +313,16 @@ class SkillHub:
 
     # -- search ------------------------------------------------------------------------------
 
-    def search(self, query: str, limit: int = 10, *, smart: bool | None = None) -> SkillSearch:
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        *,
+        smart: bool | None = None,
+        include_low_confidence: bool = False,
+    ) -> SkillSearch:
+        """Skills for a task, best first; none (and a note) when the best evidence is under the
+        floor (``hub.match``), unless ``include_low_confidence``."""
         started = time.perf_counter()
         if not query.strip():
             raise QueryError("the query is empty — describe the task you need a skill for")
@@ -317,13 +330,8 @@ class SkillHub:
         taps = self.taps.all()
         notes: list[str] = []
         if not taps:
-            return self._reply(
-                query,
-                "frontmatter",
-                [],
-                started,
-                ["no skill taps yet — add one with `ep-mcp tap owner/repo`"],
-            )
+            notes.append("no skill taps yet — add one with `ep-mcp tap owner/repo`")
+            return SkillSearch.answer(query, "frontmatter", [], started, notes)
         indexes = [self._index(t) for t in taps]
         ready = [ti for ti in indexes if ti.exists()]
         for ti in ready:
@@ -333,16 +341,13 @@ class SkillHub:
             notes.append("no index yet — matched names and descriptions only; run `ep-mcp reindex`")
             scored = frontmatter_scores(query, self.entries())[:limit]
             hits = [SkillHit(render_entry(e, score=s)) for e, s in scored]
-            return self._reply(query, "frontmatter", hits, started, notes)
+            return SkillSearch.answer(query, "frontmatter", hits, started, notes)
         if missing:
             notes.append(f"not indexed yet (run `ep-mcp reindex`): {', '.join(missing)}")
         by_id = self._names(ready).by_id
-        embedder = (
-            self.embedder()
-            if "vector" in self.legs and any(ti.has_dense() for ti in ready)
-            else None
-        )
-        ranked, ranker = retrieve(
+        dense = "vector" in self.legs and any(ti.has_dense() for ti in ready)
+        embedder = self.embedder() if dense else None
+        ranked, ranker, top_cosine = retrieve(
             query,
             ready,
             max(60, 4 * limit),
@@ -357,8 +362,15 @@ class SkillHub:
             ranked, lambda sid: by_id[sid].content_hash if sid in by_id else None
         )
         use_llm = self.settings.skills.llm_rerank if smart is None else smart
-        head = ranked[: max(limit, self.settings.skills.llm_top if use_llm else 0)]
+        head = ranked[: max(limit, MATCH_DEPTH, self.settings.skills.llm_top if use_llm else 0)]
         rows = best_chunks(self._indexes, head)
+        evidence = match_evidence(query, ranked, top_cosine, by_id, rows)
+        verdict = judge_match(evidence, self.match_floor, embedder.name if embedder else None)
+        withheld = 0
+        if ranked and not verdict.matched:
+            notes.append(no_match_note(verdict, shown=include_low_confidence))
+            if not include_low_confidence:
+                withheld, ranked = min(limit, len(ranked)), []
         if use_llm and ranked:
             top = self.settings.skills.llm_top
             ranked, ranker = llm_rerank(
@@ -373,17 +385,12 @@ class SkillHub:
             )
             for c in ranked[:limit]
         ]
-        return self._reply(query, ranker, results, started, notes)
+        return SkillSearch.answer(
+            query, ranker, results, started, notes, verdict, evidence, withheld
+        )
 
     def _names(self, ready: Sequence[TapIndex]) -> NameIndex:
         key = tuple((ti.tap.name, ti.entries_version) for ti in ready if ti.entries() is not None)
         if self._name_index is None or self._name_index[0] != key:
             self._name_index = (key, NameIndex(e for ti in ready for e in ti.entries()))
         return self._name_index[1]
-
-    @staticmethod
-    def _reply(
-        query: str, ranker: str, results: list[SkillHit], started: float, notes: list[str]
-    ) -> SkillSearch:
-        took_ms = round((time.perf_counter() - started) * 1000, 2)
-        return SkillSearch(query, ranker, tuple(results), took_ms, tuple(notes))

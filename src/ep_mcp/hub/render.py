@@ -11,6 +11,7 @@ from ep_mcp.hub.results import SkillHit, SkillMatch, SkillRow, SkillText
 from ep_mcp.hub.tapindex import is_card
 from ep_mcp.index.store import StoredChunk
 from ep_mcp.packs.safeopen import ContainmentError, read_contained
+from ep_mcp.text import readable
 
 SNIPPET_CHARS = 300
 SKILL_MAX_BYTES = 2_000_000  # the default index.max_file_bytes: larger files were never indexed
@@ -29,7 +30,7 @@ def render_candidate(
         snippet = entry.description
     else:
         source, heading, lines = sc.file.path, list(sc.chunk.heading_path), sc.chunk.line_range
-        snippet = " ".join(sc.chunk.text.split())
+        snippet = " ".join(readable(sc.chunk.text).split())
     if len(snippet) > SNIPPET_CHARS:
         snippet = snippet[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
     match = SkillMatch(

@@ -6,9 +6,12 @@ sent, so typed results change nothing on the wire.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ep_mcp.hub.match import NO_MATCH, MatchEvidence, MatchVerdict
 from ep_mcp.json_types import JsonObject
 
 
@@ -80,6 +83,34 @@ class SkillSearch:
     results: tuple[SkillHit, ...]
     took_ms: float
     notes: tuple[str, ...] = ()
+    verdict: MatchVerdict | None = None  # does any skill match (None: no index to judge by)
+    evidence: MatchEvidence | None = None  # what the verdict read (benchmarks, fitting)
+    withheld: int = 0  # skills not shown: under the floor, include_low_confidence not asked
+
+    @classmethod
+    def answer(
+        cls,
+        query: str,
+        ranker: str,
+        results: Sequence[SkillHit],
+        started: float,
+        notes: Sequence[str],
+        verdict: MatchVerdict | None = None,
+        evidence: MatchEvidence | None = None,
+        withheld: int = 0,
+    ) -> SkillSearch:
+        took_ms = round((time.perf_counter() - started) * 1000, 2)
+        return cls(
+            query, ranker, tuple(results), took_ms, tuple(notes), verdict, evidence, withheld
+        )
+
+    def with_hint(self, hint: str) -> SkillSearch:
+        """The reply with the adapter's way to see withheld skills added to the no-match note
+        (``include_low_confidence=true`` for MCP, ``--include-low-confidence`` for the CLI)."""
+        if not self.withheld:
+            return self
+        notes = tuple(f"{n}; {hint}" if n.startswith(NO_MATCH) else n for n in self.notes)
+        return dataclasses.replace(self, notes=notes)
 
     def to_dict(self) -> JsonObject:
         reply: JsonObject = {
@@ -88,6 +119,9 @@ class SkillSearch:
             "results": [r.to_dict() for r in self.results],
             "took_ms": self.took_ms,
         }
+        if self.verdict is not None:
+            reply["matched"] = self.verdict.matched
+            reply["match"] = round(self.verdict.score, 4)
         if self.notes:
             reply["notes"] = list(self.notes)
         return reply

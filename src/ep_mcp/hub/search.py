@@ -6,8 +6,9 @@ Legs (each reduced to one row per skill by ``fuse_skills``):
 - ``name``: the name/description scorer, which does not depend on each tap's BM25 statistics;
 - ``vector``: cosine over every chunk, for taps indexed with the current embedder.
 
-Then the shortlist's best chunks are read for snippets (``best_chunks``) and, when asked, an
-LLM reorders its head (``llm_rerank``).
+Then the shortlist's best chunks are read for snippets (``best_chunks``), the evidence that any
+skill matches at all is gathered (``match_evidence``, judged in ``hub.match``) and, when asked,
+an LLM reorders the head (``llm_rerank``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from dataclasses import dataclass
 
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError
-from ep_mcp.hub.catalog import NameIndex, SkillEntry
+from ep_mcp.hub.catalog import NameIndex, SkillEntry, card_text
 from ep_mcp.hub.llm import Candidate, LlmReranker
+from ep_mcp.hub.match import MATCH_DEPTH, MatchEvidence, match_coverage
 from ep_mcp.hub.ranking import ChunkHit, ChunkRef, SkillCandidate, apply_order, fuse_skills
 from ep_mcp.hub.tapindex import TapIndex, is_card
 from ep_mcp.index.embed.base import Embedder
@@ -111,8 +113,9 @@ def retrieve(
     embedder: Embedder | None,
     legs: Sequence[str],
     notes: list[str],
-) -> tuple[list[SkillCandidate], str]:
-    """Ranked skills and the ranker's name (hybrid, lexical or dense).
+) -> tuple[list[SkillCandidate], str, float | None]:
+    """Ranked skills, the ranker's name (hybrid, lexical or dense) and the best dense cosine
+    (None without a dense leg).
 
     ``pool`` is the shortlist across all taps; each tap contributes its best
     ``per_tap_pool(pool, taps)`` chunks per leg, which together always cover at least ``pool``.
@@ -138,8 +141,8 @@ def retrieve(
                  "vector": fusion.vector},
     )  # fmt: skip
     if not dense:
-        return fused, "lexical"
-    return fused, "hybrid" if cards or body else "dense"
+        return fused, "lexical", None
+    return fused, "hybrid" if cards or body else "dense", dense[0].score
 
 
 def best_chunks(
@@ -155,6 +158,24 @@ def best_chunks(
         if ti is not None:
             out.update({(tap, cid): sc for cid, sc in ti.chunks(refs).items()})
     return out
+
+
+def match_evidence(
+    query: str,
+    ranked: Sequence[SkillCandidate],
+    top_cosine: float | None,
+    by_id: Mapping[str, SkillEntry],
+    rows: Mapping[tuple[str, int], StoredChunk],
+) -> MatchEvidence:
+    """What says any skill fits: the best cosine, and the task's terms in the first skills'
+    cards and best sections (``rows`` must hold the first ``MATCH_DEPTH``)."""
+    terms = query_terms(query)
+    texts = [
+        f"{card_text(by_id[c.skill_id])}\n{_text(rows, c)}"
+        for c in ranked[:MATCH_DEPTH]
+        if c.skill_id in by_id
+    ]
+    return MatchEvidence(top_cosine, match_coverage(terms, texts), len(terms))
 
 
 def llm_rerank(

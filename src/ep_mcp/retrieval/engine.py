@@ -26,7 +26,7 @@ from ep_mcp.retrieval.expand import expand_graph, expand_requires_of
 from ep_mcp.retrieval.explain import Trace
 from ep_mcp.retrieval.fallback import score_lexically
 from ep_mcp.retrieval.fusion import FUSIONS
-from ep_mcp.retrieval.hits import candidate_of, hit_of
+from ep_mcp.retrieval.hits import as_shown, candidate_of, hit_of
 from ep_mcp.retrieval.intent import Intent, classify_intent
 from ep_mcp.retrieval.legs import LegChoice, Legs, run_legs
 from ep_mcp.retrieval.mmr import cap_per_file, mmr_select
@@ -123,6 +123,7 @@ def search(
     final = [*top, *_expand_requires(run, top)]
     hits = _hits(run, final)
     hits, judged = _confidence(run, final, evidence, hits)
+    hits = tuple(as_shown(h) for h in hits)  # scored on the raw span; shown from its content
     covered = judged is None or judged.answerable >= settings.min_answerable
     if judged is not None and not covered:
         notes.append(_not_covered(judged, settings.min_answerable, hits))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from ep_mcp.index.records import StoredChunk
@@ -11,6 +12,7 @@ from ep_mcp.retrieval.reconstruct import provenance, span_changed
 from ep_mcp.retrieval.source import LiveFiles
 from ep_mcp.retrieval.types import Hit
 from ep_mcp.retrieval.view import PackView
+from ep_mcp.text import strip_leading_noise
 
 Ranks = dict[int, tuple[int, float]]  # chunk id → (rank from 1, score) in one leg
 
@@ -89,3 +91,12 @@ def hit_of(
         requires_expanded=c.origin == "requires",
         extra=extra,
     )
+
+
+def as_shown(hit: Hit) -> Hit:
+    """The hit as callers read it: ``text`` from its first line of content (HTML comments,
+    frontmatter blocks and residue skipped, the rest verbatim). Every ranking and confidence
+    stage has read the raw span before; ``line_range`` and reconstruct's ``original_markdown``
+    still name the whole span."""
+    shown = strip_leading_noise(hit.text)
+    return hit if shown == hit.text else dataclasses.replace(hit, text=shown)

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from ep_mcp.packs.fragments import anchor, fragment_id
+from ep_mcp.text import readable
 
 EXCERPT_CHARS = 240
-_COMMENT = re.compile(r"<!--.*?(-->|$)", re.DOTALL)
-_FRONTMATTER = re.compile(r"\A\s*---\n.*?\n---[ \t]*(\n|$)", re.DOTALL)
-_RESIDUE = re.compile(r"^\s*(---+|\w[\w-]*:\s*\S.*|\[context:.*\])\s*$")
 
 
 @dataclass(frozen=True)
@@ -43,16 +40,6 @@ def _section_title(section: str | None, heading_path: tuple[str, ...]) -> str | 
 def section_slug(section: str | None, heading_path: tuple[str, ...]) -> str:
     """GitHub-style slug of the section (sidecar id, else the last heading), else ``top``."""
     return anchor(_section_title(section, heading_path))
-
-
-def readable(text: str) -> str:
-    """The text as a reader wants its first lines: without HTML comments, a frontmatter block,
-    and leading context-prefix or ``key: value`` residue lines."""
-    text = _FRONTMATTER.sub("", _COMMENT.sub("", text))
-    lines = text.splitlines()
-    while lines and (not lines[0].strip() or _RESIDUE.match(lines[0])):
-        lines.pop(0)
-    return "\n".join(lines) if lines else text.strip()
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

@@ -14,7 +14,14 @@ from ep_mcp.errors import NotFoundError
 from ep_mcp.json_types import JsonObject
 from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
 from ep_mcp.tools.registry import Arguments, ToolContext, ToolSpec, register
-from ep_mcp.tools.schema import arg_int, arg_opt_bool, arg_str, input_object, output_object
+from ep_mcp.tools.schema import (
+    arg_bool,
+    arg_int,
+    arg_opt_bool,
+    arg_str,
+    input_object,
+    output_object,
+)
 
 if TYPE_CHECKING:
     from ep_mcp.hub.hub import SkillHub
@@ -32,9 +39,14 @@ _SEARCH_TEXT = """
     Search every tapped skill repository for the skill that fits a task. Describe the task in
     plain words ("my tests fail intermittently", "build an MCP server"). Returns one result per
     skill, best first, with the best-matching section as the snippet (heading and line range)
-    and the `ranker` used (hybrid, lexical, dense, frontmatter or llm). An empty list is a real
-    answer: no tapped skill fits. Then read the winner with skill_read.
+    and the `ranker` used (hybrid, lexical, dense, frontmatter or llm). When the best evidence
+    is too weak (`matched: false`: the task's best cosine and its words in the first skills fall
+    under the hub's calibrated floor) it returns no skill and a note "no skill matches this
+    task" instead of a confident wrong one; include_low_confidence=true shows the closest
+    anyway. An empty list is a real answer: no tapped skill fits. Then read the winner with
+    skill_read.
 """
+LOW_CONFIDENCE_HINT = "include_low_confidence=true to see the closest anyway"
 SEARCH_DESCRIPTION = " ".join(_SEARCH_TEXT.split())
 
 
@@ -59,9 +71,12 @@ _SKILL_ROW = output_object(_SKILL_PROPERTIES, ("id", "tap", "name"))
 
 def _search(ctx: ToolContext, args: Arguments) -> JsonObject:
     reply = _hub(ctx).search(
-        arg_str(args, "query"), arg_int(args, "limit", 10), smart=arg_opt_bool(args, "smart")
+        arg_str(args, "query"),
+        arg_int(args, "limit", 10),
+        smart=arg_opt_bool(args, "smart"),
+        include_low_confidence=arg_bool(args, "include_low_confidence"),
     )
-    return reply.to_dict()
+    return reply.with_hint(LOW_CONFIDENCE_HINT).to_dict()
 
 
 def _list(ctx: ToolContext, args: Arguments) -> JsonObject:
@@ -105,6 +120,12 @@ register(
                     "description": "Ask an LLM to rerank the shortlist (slower; falls back to "
                     "retrieval order). Default: the server's setting.",
                 },
+                "include_low_confidence": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Return the closest skills even when none matches the task "
+                    "well (`matched: false`, the match under the hub's floor).",
+                },
             },
             ("query",),
         ),
@@ -114,6 +135,8 @@ register(
                 "ranker": {"type": "string"},
                 "results": {"type": "array", "items": _SKILL_ROW},
                 "took_ms": {"type": "number"},
+                "matched": {"type": "boolean"},
+                "match": {"type": "number"},
                 "notes": {"type": "array", "items": {"type": "string"}},
             },
             ("query", "ranker", "results"),

@@ -1,0 +1,110 @@
+"""skill_search says "no skill matches" instead of a confident wrong skill, and shows the
+closest ones only when asked (``include_low_confidence``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ep_mcp.cli import main
+from ep_mcp.hub.hub import SkillHub
+from ep_mcp.hub.match import NO_MATCH, MatchEvidence, MatchFloor, judge_match, no_match_note
+from ep_mcp.index.embed import HashingEmbedder
+from ep_mcp.tools.registry import ToolContext, call_tool
+
+FLOOR = MatchFloor(min_match=0.5, coverage_weight=0.5, min_lexical=0.3, calibrated_for="local/m")
+OFF_TOPIC = "bake sourdough bread and roast a whole chicken"  # one word of six in a skill
+
+
+@pytest.mark.parametrize(
+    ("evidence", "embedder", "rule", "matched"),
+    [
+        (MatchEvidence(0.4, 0.2, 3), "local/m-dq", "hybrid", True),  # 0.4 + 0.5 x 0.2 = 0.5
+        (MatchEvidence(0.3, 0.2, 3), "local/m-dq", "hybrid", False),
+        (MatchEvidence(0.9, 0.0, 3), "other/model", "lexical", False),  # foreign cosine: unused
+        (MatchEvidence(None, 0.34, 3), None, "lexical", True),
+        (MatchEvidence(None, 0.25, 4), None, "lexical", False),
+    ],
+)
+def test_the_verdict_weighs_cosine_and_coverage_only_for_the_calibrated_embedder(
+    evidence: MatchEvidence, embedder: str | None, rule: str, matched: bool
+) -> None:
+    verdict = judge_match(evidence, FLOOR, embedder)
+    assert (verdict.rule, verdict.matched) == (rule, matched)
+
+
+def test_the_note_names_the_setting_the_score_fell_under() -> None:
+    verdict = judge_match(MatchEvidence(0.3, 0.2, 3), FLOOR, "local/m")
+    assert no_match_note(verdict, shown=False) == f"{NO_MATCH} (match 0.40 < skills.min_match 0.5)"
+    assert "shown anyway" in no_match_note(verdict, shown=True)
+
+
+@pytest.fixture
+def tapped(make_repo: Callable[..., Path], make_hub: Callable[..., SkillHub]) -> SkillHub:
+    hub = make_hub()
+    hub.tap(str(make_repo()), allow_file=True)
+    return hub
+
+
+def test_an_off_topic_task_gets_no_skill_and_a_note(tapped: SkillHub) -> None:
+    reply = tapped.search(OFF_TOPIC, 5)
+    assert reply.results == () and reply.withheld == 1
+    data = reply.to_dict()
+    assert data["matched"] is False and data["match"] < 0.324
+    assert data["notes"][0].startswith(f"{NO_MATCH} (term coverage ")
+
+
+def test_include_low_confidence_shows_the_closest_skills_anyway(tapped: SkillHub) -> None:
+    reply = tapped.search(OFF_TOPIC, 5, include_low_confidence=True)
+    assert len(reply.results) == 1 and reply.withheld == 0
+    assert reply.to_dict()["matched"] is False
+    assert "the closest skills are shown anyway" in reply.notes[0]
+
+
+def test_an_on_topic_task_still_gets_its_skill(tapped: SkillHub) -> None:
+    reply = tapped.search("flatten the pdf form so nobody can edit it", 5).to_dict()
+    assert reply["matched"] is True and "notes" not in reply
+    assert reply["results"][0]["name"] == "pdf-forms"
+
+
+def test_the_floor_is_a_setting(
+    make_repo: Callable[..., Path], make_hub: Callable[..., SkillHub]
+) -> None:
+    hub = make_hub(min_match_lexical=0.0)
+    hub.tap(str(make_repo()), allow_file=True)
+    assert hub.search(OFF_TOPIC, 5).results
+
+
+def test_with_vectors_from_the_calibrated_embedder_the_cosine_counts(
+    make_repo: Callable[..., Path], make_hub: Callable[..., SkillHub]
+) -> None:
+    embedder = HashingEmbedder(64)
+    strict = make_hub(embedder=embedder, match_model=embedder.name, min_match=5.0)
+    strict.taps.add(str(make_repo()), allow_file=True)
+    strict.reindex(dense=True)
+    on_topic = "flatten the pdf form so nobody can edit it"
+    reply = strict.search(on_topic, 5)  # full term coverage, yet the cosine rule withholds
+    assert reply.verdict is not None and reply.verdict.rule == "hybrid"
+    assert reply.results == () and "skills.min_match 5.0" in reply.notes[0]
+    loose = make_hub(embedder=embedder, match_model=embedder.name, min_match=-1.0)
+    assert loose.search(OFF_TOPIC, 5).results  # a weak match, let by the lower floor
+
+
+def test_the_tool_and_the_cli_each_say_how_to_see_the_closest(tapped: SkillHub, home: Path) -> None:
+    ctx = ToolContext(library=None, hub=tapped)
+    withheld = call_tool(ctx, "skill_search", {"query": OFF_TOPIC})
+    assert withheld["results"] == []
+    assert withheld["notes"][0].endswith("; include_low_confidence=true to see the closest anyway")
+    shown = call_tool(ctx, "skill_search", {"query": OFF_TOPIC, "include_low_confidence": True})
+    assert shown["results"][0]["name"] == "marinade"
+    runner, env = CliRunner(), {"EP_MCP_HOME": str(home)}
+    result = runner.invoke(main, ["skills", "search", OFF_TOPIC], env=env)
+    assert result.exit_code == 0 and result.stdout.startswith("0 skills")
+    assert "add --include-low-confidence to see the closest anyway" in result.stderr
+    args = ["skills", "search", OFF_TOPIC, "--include-low-confidence", "--json"]
+    result = runner.invoke(main, args, env=env)
+    assert json.loads(result.stdout)["results"][0]["name"] == "marinade"
