@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from ep_mcp.text import (
     ascii_words,
     identifier_words,
+    name_words,
     query_words,
     readable,
     stem,
@@ -99,3 +100,17 @@ def test_text_that_is_all_noise_is_kept_rather_than_emptied() -> None:
 def test_noise_stripping_returns_a_suffix_of_the_text_or_the_text_stripped(text: str) -> None:
     out = strip_leading_noise(text)
     assert text.endswith(out) or out == text.strip()
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("EcoFlow vs Jackery portable power station", {"ecoflow", "jackery"}),
+        ("Smart Export Guarantee tariffs in the UK", {"export", "guarantee", "uk"}),
+        ("rig a character in Maya\u2019s HumanIK", {"maya", "humanik"}),
+        ("how do I loop an animation", set()),
+        ("Houdini pyro setup", set()),  # a capital first word is only sentence case
+    ],
+)
+def test_name_words_are_the_capitalised_words_of_a_query(query: str, names: set[str]) -> None:
+    assert name_words(query) == names

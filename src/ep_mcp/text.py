@@ -60,6 +60,18 @@ def query_words(text: str) -> list[str]:
     return [w.lower() for w in _QUERY_WORD.findall(text)]
 
 
+def name_words(text: str) -> frozenset[str]:
+    """Lower-cased query words written like names: a capital after the first letter
+    (``EcoFlow``, ``UK``) or a capital first letter anywhere but in the query's first word
+    (``Houdini``); not ``I``; a possessive's ``'s`` is dropped, as ``query_terms`` does."""
+    found = [w.replace("\u2019", "'").split("'")[0] for w in _QUERY_WORD.findall(text)]
+    return frozenset(
+        w.lower()
+        for i, w in enumerate(found)
+        if len(w) > 1 and (any(c.isupper() for c in w[1:]) or (i > 0 and w[0].isupper()))
+    )
+
+
 def identifier_words(text: str) -> list[str]:
     """Lower-case ``\\w`` runs: like ``words``, but ``snake_case`` stays one word."""
     return _IDENTIFIER.findall(text.lower())

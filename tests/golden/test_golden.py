@@ -31,19 +31,23 @@ DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
 # Lowered twice with a measured reason: the not-covered threshold (retrieval/confidence.py, its
 # operating point chosen on dev) withholds 4 anthropics-skills test paraphrases (MRR 0.848) and
 # one blender-3d dev query (recall@5 0.867) in exchange for more negatives answered empty.
+# Moved again with the refit on the new dev negatives (min_answerable 0.66): one more obra and
+# one more solar-diy test query withheld (floors lowered to about one query under); negatives
+# answered empty raised to about one negative under the measured rates; dev floors re-set about
+# half a query under the dev sets that now hold 17-20 answerable queries and 15-17 negatives.
 TEST_MIN = {
-    "anthropics-skills": "recall@1=0.77,recall@5=0.89,mrr=0.83,negatives_empty_rate=0.35",
-    "blender-3d": "recall@1=0.84,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.35",
-    "home-assistant": "recall@1=0.76,recall@5=0.9,mrr=0.82,negatives_empty_rate=0.15",
-    "obra-superpowers": "recall@1=0.86,recall@5=0.93,mrr=0.90,negatives_empty_rate=0.35",
-    "solar-diy": "recall@1=0.83,recall@5=0.92,mrr=0.87,negatives_empty_rate=0.07",
+    "anthropics-skills": "recall@1=0.77,recall@5=0.89,mrr=0.83,negatives_empty_rate=0.63",
+    "blender-3d": "recall@1=0.84,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.68",
+    "home-assistant": "recall@1=0.76,recall@5=0.9,mrr=0.82,negatives_empty_rate=0.69",
+    "obra-superpowers": "recall@1=0.86,recall@5=0.9,mrr=0.88,negatives_empty_rate=0.63",
+    "solar-diy": "recall@1=0.8,recall@5=0.9,mrr=0.84,negatives_empty_rate=0.57",
 }
 DEV_MIN = {
-    "anthropics-skills": "recall@1=0.89,recall@5=0.9,mrr=0.89",
-    "blender-3d": "recall@1=0.83,recall@5=0.83,mrr=0.85",
-    "home-assistant": "recall@1=0.89,recall@5=0.95,mrr=0.92",
-    "obra-superpowers": "recall@1=0.58,recall@5=0.95,mrr=0.72",
-    "solar-diy": "recall@1=0.88,recall@5=0.95,mrr=0.92",
+    "anthropics-skills": "recall@1=0.86,recall@5=0.86,mrr=0.86,negatives_empty_rate=0.7",
+    "blender-3d": "recall@1=0.87,recall@5=0.92,mrr=0.9,negatives_empty_rate=0.83",
+    "home-assistant": "recall@1=0.86,recall@5=0.97,mrr=0.91,negatives_empty_rate=0.9",
+    "obra-superpowers": "recall@1=0.64,recall@5=0.97,mrr=0.77,negatives_empty_rate=0.9",
+    "solar-diy": "recall@1=0.79,recall@5=0.91,mrr=0.85,negatives_empty_rate=0.67",
 }
 
 

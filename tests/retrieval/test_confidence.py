@@ -50,6 +50,22 @@ def test_every_hit_gets_a_probability_and_the_answer_one_too() -> None:
     assert 0.0 < judged.answerable < 1.0
 
 
+def test_a_name_the_pack_never_mentions_counts_against_answering() -> None:
+    hits = [_hit(1, 0.6, "smoke simulation domain")]
+    idf = {"houdini": 4.0, "smoke": 1.0}
+    model = ConfidenceModel(
+        _model(0.0).hit,
+        Logistic(QUERY_FEATURES, tuple(-1.0 * (n == "unknown_names") for n in QUERY_FEATURES),
+                 2.0, (0.0,) * len(QUERY_FEATURES), (1.0,) * len(QUERY_FEATURES)),
+        "local/",
+    )  # fmt: skip
+    known = assess(hits, EVIDENCE, idf, model)
+    unknown = assess(hits, EVIDENCE, idf, model, unknown_names={"houdini"})
+    assert known.query_features["unknown_names"] == 0.0
+    assert unknown.query_features["unknown_names"] == 0.8
+    assert unknown.answerable < known.answerable
+
+
 def test_an_empty_answer_is_not_answerable() -> None:
     assert assess([], EVIDENCE, {}, _model(1.0)).answerable == 0.0
 

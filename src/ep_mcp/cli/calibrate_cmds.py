@@ -60,14 +60,12 @@ def calibrate_cmd(
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
     rows = cal.collect(sets, list(roots), settings, work or settings.home / "eval")
     dev = [r for r in rows if r.split == "dev"]
-    model = cal.fit_model(
-        dev, settings.retrieval.activation_model, note="golden dev split + borrowed negatives"
-    )
+    model = cal.fit_model(dev, settings.retrieval.activation_model, note="golden dev split")
     save_model(model, out or packaged_path())
     chosen = cal.choose_min_answerable(dev, model)
     report: dict[str, object] = {"min_answerable": chosen.min_answerable}
     for split in ("dev", "test"):
-        part = [r for r in rows if r.split == split and not r.borrowed]
+        part = [r for r in rows if r.split == split]
         hits, answers = cal.hit_calibration(part, model), cal.answer_calibration(part, model)
         point = cal.operating_point(part, model, chosen.min_answerable)
         report[split] = {

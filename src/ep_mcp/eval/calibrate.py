@@ -10,14 +10,14 @@ calibration error; ``operating_points`` shows what each ``min_answerable`` would
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from ep_mcp.config import Settings
-from ep_mcp.eval.golden import GoldenQuery, GoldenSet, find_pack, select_split, with_refusals
+from ep_mcp.eval.golden import GoldenSet, find_pack, select_split, with_refusals
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.retrieval.confidence import (
@@ -31,13 +31,18 @@ from ep_mcp.retrieval.types import SearchRequest
 Array = npt.NDArray[np.float64]
 BINS = 10
 HIT_DEPTH = 5
-BORROWED_WEIGHT = 0.1  # borrowed negatives weigh this share (dev-chosen: lowest dev ECE)
+# Negatives weigh as this share of the dev queries in both fits: the mix of the first-batch dev
+# split (12 of 78), not that of the dev negatives written to teach "not covered" (66 of 92).
+# Probabilities are calibrated for one mix of questions; this is the golden sets' own.
+NEGATIVE_SHARE = 0.15
 
-NEUTRAL = ConfidenceModel(
-    hit=Logistic(HIT_FEATURES, (0.0,) * len(HIT_FEATURES), 0.0, (0.0,) * 10, (1.0,) * 10),
-    answerable=Logistic(QUERY_FEATURES, (0.0,) * len(QUERY_FEATURES), 0.0, (0.0,) * 6, (1.0,) * 6),
-    calibrated_for="*",
-)
+
+def _neutral(names: tuple[str, ...]) -> Logistic:
+    n = len(names)
+    return Logistic(names, (0.0,) * n, 0.0, (0.0,) * n, (1.0,) * n)
+
+
+NEUTRAL = ConfidenceModel(_neutral(HIT_FEATURES), _neutral(QUERY_FEATURES), calibrated_for="*")
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,6 @@ class QueryRow:
     relevant: tuple[bool, ...]  # per hit
     query: Mapping[str, float]  # answer features (without ``best_hit``)
     found_at: int | None  # 1-based rank of the first relevant file among distinct files
-    borrowed: bool = False  # another pack's question (a dev negative here)
 
     @property
     def answered(self) -> bool:
@@ -64,10 +68,8 @@ def collect(
     settings: Settings,
     work: Path,
     k: int = 10,
-    cross_pack: bool = True,
 ) -> list[QueryRow]:
-    """Every query of every set (dev and test), with all its hits' features; with
-    ``cross_pack`` also the other packs' dev questions as dev negatives (``_borrowed``)."""
+    """Every query of every set (dev and test), with all its hits' features."""
     emb = make_embedder(settings)
     rows: list[QueryRow] = []
     for golden in sets:
@@ -76,8 +78,7 @@ def collect(
         rt = open_runtime(folder, settings, emb, work)
         try:
             unit = dict(rt.view.skill_of)
-            borrowed = _borrowed(sets, golden, rt.view.skill_of) if cross_pack else []
-            for q in [*golden.queries, *borrowed]:
+            for q in golden.queries:
                 request = SearchRequest(query=q.query, k=k, include_low_confidence=True)
                 result = rt.search(request, confidence=NEUTRAL)
                 wanted = {unit.get(p, p) for p in q.expected}
@@ -96,33 +97,11 @@ def collect(
                         tuple(u in wanted for u in units[: len(feats)]),
                         query,
                         found,
-                        q.category == "borrowed",
                     )
                 )
         finally:
             rt.close()
     return rows
-
-
-def _borrowed(
-    sets: Sequence[GoldenSet], golden: GoldenSet, skill_of: Mapping[str, str]
-) -> list[GoldenQuery]:
-    """Other packs' answerable dev questions, asked of this pack: out of its scope, so dev
-    negatives. Skill repositories lend nothing to each other (their topics overlap)."""
-    out = []
-    for other in sets:
-        if other.pack == golden.pack or (skill_of and _is_skills(other)):
-            continue
-        out += [
-            replace(q, id=f"{other.pack}:{q.id}", category="borrowed", expected=(), must_not=())
-            for q in other.queries
-            if q.split == "dev" and not q.negative
-        ]
-    return out
-
-
-def _is_skills(golden: GoldenSet) -> bool:
-    return any(p.endswith("SKILL.md") for q in golden.queries for p in q.expected)
 
 
 def fit_logistic(
@@ -147,11 +126,7 @@ def fit_logistic(
 
 
 def _fit(
-    names: Sequence[str],
-    rows: Sequence[Mapping[str, float]],
-    y: Array,
-    l2: float,
-    weight: Array | None = None,
+    names: Sequence[str], rows: Sequence[Mapping[str, float]], y: Array, l2: float, weight: Array
 ) -> Logistic:
     x = np.array([[r.get(n, 0.0) for n in names] for r in rows], dtype=np.float64)
     mean = x.mean(axis=0)
@@ -176,24 +151,30 @@ def answer_rows(rows: Sequence[QueryRow], model: Logistic) -> tuple[list[dict[st
     return feats, np.array([float(r.answered) for r in kept])
 
 
+def negative_weight(rows: Sequence[QueryRow], share: float) -> float:
+    """The weight that makes the negatives among ``rows`` weigh ``share`` of them all."""
+    neg = sum(1 for r in rows if r.negative)
+    pos = len(rows) - neg
+    return share / (1 - share) * pos / neg if neg and pos else 1.0
+
+
 def fit_model(
     dev: Sequence[QueryRow],
     calibrated_for: str,
     l2: float = 1.0,
     note: str = "",
-    borrowed_weight: float = BORROWED_WEIGHT,
+    negative_share: float = NEGATIVE_SHARE,
 ) -> ConfidenceModel:
-    """The hit model on the golden dev answers; the answer model also on the borrowed
-    negatives, weighted down to ``borrowed_weight`` of the golden dev queries in all."""
-    own = [r for r in dev if not r.borrowed]
-    feats, labels = hit_pairs(own)
-    hit = _fit(HIT_FEATURES, feats, labels, l2)
+    """The hit model on the dev answers' hits; the answer model on the dev answers (those the
+    activation floor emptied left out); negatives weighted to ``negative_share`` in both."""
+    w_neg = negative_weight(dev, negative_share)
+    feats, labels = hit_pairs(dev)
+    hit_weight = np.array([w_neg if r.negative else 1.0 for r in dev for _ in r.hits])
+    hit = _fit(HIT_FEATURES, feats, labels, l2, hit_weight)
     kept = [r for r in dev if r.hits]
     qfeats, qlabels = answer_rows(kept, hit)
-    lent = sum(1 for r in kept if r.borrowed)
-    share = borrowed_weight * (len(kept) - lent) / max(lent, 1)
-    weight = np.array([share if r.borrowed else 1.0 for r in kept])
-    answerable = _fit(QUERY_FEATURES, qfeats, qlabels, l2, weight)
+    answer_weight = np.array([w_neg if r.negative else 1.0 for r in kept])
+    answerable = _fit(QUERY_FEATURES, qfeats, qlabels, l2, answer_weight)
     return ConfidenceModel(hit, answerable, calibrated_for, note)
 
 

@@ -3,15 +3,16 @@
 Features come from what the pipeline already knows — each hit's ranks in the two legs and
 whether they agree, its dense cosine, how much of the query's rare vocabulary (weighted by IDF)
 its text and its title/headings hold, its place in the answer — and, for the answer as a whole,
-the activation evidence. Two small logistic models (``confidence.json``, fitted on the golden
-dev split by ``ep-mcp eval --fit-confidence``) turn them into probabilities. Pure: features in,
+the activation evidence and the names the query asks about that the pack never mentions
+(another product, another tool). Two small logistic models (``confidence.json``, fitted on the
+golden dev split by ``ep-mcp bench calibrate``) turn them into probabilities. Pure: features in,
 probabilities out; the model is loaded at the edge (``confidence_file``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -39,6 +40,7 @@ QUERY_FEATURES = (
     "coverage",  # best plain term coverage among the top lexical hits
     "idf_coverage",  # best IDF coverage among the hits
     "rare_missing",  # IDF share of the single rarest query term no hit contains
+    "unknown_names",  # IDF share of the query's name-like words found nowhere in the pack
 )
 
 
@@ -143,6 +145,7 @@ def query_features(
     best_logit: float,
     texts: Sequence[str],
     idf: Mapping[str, float],
+    unknown_names: Collection[str] = (),
 ) -> dict[str, float]:
     mass = sum(idf.values()) or 1.0
     seen = set().union(*(stems_of(t) for t in texts)) if texts else set()
@@ -154,6 +157,7 @@ def query_features(
         "coverage": evidence.coverage,
         "idf_coverage": max((h["idf_coverage"] for h in hits), default=0.0),
         "rare_missing": max(missing, default=0.0) / mass,
+        "unknown_names": sum(w for t, w in idf.items() if t in unknown_names) / mass,
     }
 
 
@@ -162,14 +166,19 @@ def assess(
     evidence: Evidence,
     idf: Mapping[str, float],
     model: ConfidenceModel,
+    unknown_names: Collection[str] = (),
 ) -> Assessment:
-    """Each hit's probability of being relevant and the answer's of holding one that is."""
+    """Each hit's probability of being relevant and the answer's of holding one that is.
+
+    ``unknown_names``: query terms written like names (``name_words``) that no chunk of the
+    pack holds — a product or tool the pack never mentions is strong evidence it is out of scope.
+    """
     if not hits:
         return Assessment((), 0.0)
     best = max(h.candidate.score for h in hits)
     rows = tuple(hit_features(h, i, best, evidence, idf) for i, h in enumerate(hits, start=1))
     logits = [model.hit.logit(r) for r in rows]
-    q = query_features(evidence, rows, max(logits), [h.text for h in hits[:5]], idf)
+    q = query_features(evidence, rows, max(logits), [h.text for h in hits[:5]], idf, unknown_names)
     return Assessment(tuple(sigmoid(z) for z in logits), model.answerable.probability(q), rows, q)
 
 

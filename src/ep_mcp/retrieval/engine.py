@@ -36,6 +36,7 @@ from ep_mcp.retrieval.settings import boost_settings, fallback_weights, threshol
 from ep_mcp.retrieval.source import ChunkSource, LegExecutors, LiveFiles, QueryEmbedding
 from ep_mcp.retrieval.types import Hit, SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView
+from ep_mcp.text import name_words
 
 logger = logging.getLogger(__name__)
 
@@ -364,12 +365,14 @@ def _confidence(
         return hits, None
     if not applies(model, run.source.embedding_model()):
         return hits, None
-    idf = idf_of(terms, *run.source.term_counts(terms)) if hits else {}
+    counts, total = run.source.term_counts(terms) if hits else ({}, 0)
+    idf = idf_of(terms, counts, total) if hits else {}
+    unknown = {t for t in name_words(run.request.query) if t in idf and not counts.get(t)}
     views = [
         HitView(c, h.text, " ".join((h.title, *h.heading_path)))
         for c, h in zip(final, hits, strict=True)
     ]
-    judged = assess(views, evidence, idf, model)
+    judged = assess(views, evidence, idf, model, unknown)
     hits = tuple(
         dataclasses.replace(h, confidence=round(p, 4))
         for h, p in zip(hits, judged.confidences, strict=True)
