@@ -86,6 +86,7 @@ def test_bench_beir_reports_ndcg_recall_and_latency(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     rep = json.loads(out.output)
     assert rep["ndcg_at_10"] == 1.0 and rep["recall_at_100"] == 1.0 and rep["docs"] == 2
+    assert rep["withheld"] == 0  # no confidence model fits the hashing embedder: none withheld
     lexical = CliRunner().invoke(
         main,
         [

@@ -38,16 +38,16 @@ DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
 TEST_MIN = {
     "anthropics-skills": "recall@1=0.77,recall@5=0.89,mrr=0.83,negatives_empty_rate=0.63",
     "blender-3d": "recall@1=0.84,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.68",
-    "home-assistant": "recall@1=0.76,recall@5=0.9,mrr=0.82,negatives_empty_rate=0.69",
+    "home-assistant": "recall@1=0.76,recall@5=0.9,mrr=0.82,negatives_empty_rate=0.61",
     "obra-superpowers": "recall@1=0.86,recall@5=0.9,mrr=0.88,negatives_empty_rate=0.63",
-    "solar-diy": "recall@1=0.8,recall@5=0.9,mrr=0.84,negatives_empty_rate=0.57",
+    "solar-diy": "recall@1=0.8,recall@5=0.9,mrr=0.84,negatives_empty_rate=0.28",
 }
 DEV_MIN = {
-    "anthropics-skills": "recall@1=0.86,recall@5=0.86,mrr=0.86,negatives_empty_rate=0.7",
-    "blender-3d": "recall@1=0.87,recall@5=0.92,mrr=0.9,negatives_empty_rate=0.83",
-    "home-assistant": "recall@1=0.86,recall@5=0.97,mrr=0.91,negatives_empty_rate=0.9",
-    "obra-superpowers": "recall@1=0.64,recall@5=0.97,mrr=0.77,negatives_empty_rate=0.9",
-    "solar-diy": "recall@1=0.79,recall@5=0.91,mrr=0.85,negatives_empty_rate=0.67",
+    "anthropics-skills": "recall@1=0.86,recall@5=0.86,mrr=0.86,negatives_empty_rate=0.66",
+    "blender-3d": "recall@1=0.87,recall@5=0.92,mrr=0.9,negatives_empty_rate=0.73",
+    "home-assistant": "recall@1=0.86,recall@5=0.97,mrr=0.91,negatives_empty_rate=0.81",
+    "obra-superpowers": "recall@1=0.64,recall@5=0.97,mrr=0.77,negatives_empty_rate=0.66",
+    "solar-diy": "recall@1=0.79,recall@5=0.91,mrr=0.85,negatives_empty_rate=0.29",
 }
 
 

@@ -33,6 +33,12 @@ from ep_mcp.cli.eval_cmds import work_option
     help="Where to write the model (default: the packaged ep_mcp/data/confidence.json).",
 )
 @click.option("--plots", "plots_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--beir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="A BEIR folder (e.g. ../shared/bench/scifact): its train queries, all answerable, "
+    "also bound the floor (≤ 5 % withheld); its test queries are reported.",
+)
 @config_option
 @provider_option
 @work_option
@@ -43,6 +49,7 @@ def calibrate_cmd(
     roots: tuple[Path, ...],
     out: Path | None,
     plots_dir: Path | None,
+    beir: Path | None,
     config: Path | None,
     provider: str | None,
     work: Path | None,
@@ -58,12 +65,20 @@ def calibrate_cmd(
     settings = resolve_settings(config, provider=provider)
     assert settings.home is not None
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
-    rows = cal.collect(sets, list(roots), settings, work or settings.home / "eval")
+    folder = work or settings.home / "eval"
+    rows = cal.collect(sets, list(roots), settings, folder)
+    other = cal.collect_beir(beir, settings, folder) if beir is not None else []
     dev = [r for r in rows if r.split == "dev"]
     model = cal.fit_model(dev, settings.retrieval.activation_model, note="golden dev split")
     save_model(model, out or packaged_path())
-    chosen = cal.choose_min_answerable(dev, model)
+    chosen = cal.choose_min_answerable(dev, model, also=[r for r in other if r.split == "dev"])
     report: dict[str, object] = {"min_answerable": chosen.min_answerable}
+    for split in ("dev", "test"):
+        part = [r for r in other if r.split == split]
+        if part:
+            point = cal.operating_point(part, model, chosen.min_answerable)
+            hit_ece = round(cal.hit_calibration(part, model).ece, 4)
+            report[f"beir_{split}"] = {"hit_ece": hit_ece, **point.to_dict()}
     for split in ("dev", "test"):
         part = [r for r in rows if r.split == split]
         hits, answers = cal.hit_calibration(part, model), cal.answer_calibration(part, model)
@@ -86,3 +101,6 @@ def calibrate_cmd(
     click.echo(f"min_answerable (chosen on dev): {chosen.min_answerable}")
     for split in ("dev", "test"):
         click.echo(f"{split}: {report[split]}")
+    for split in ("dev", "test"):
+        if f"beir_{split}" in report:
+            click.echo(f"{beir.name if beir else 'beir'} {split}: {report[f'beir_{split}']}")

@@ -225,7 +225,8 @@ def beir_cmd(
     click.echo(
         f"{rep.name} {rep.split} ({rep.queries} queries, {rep.docs} docs) mode {rep.mode}: "
         f"nDCG@10 {rep.ndcg_at_10:.4f}  recall@100 {rep.recall_at_100:.4f}  "
-        f"p50 {rep.p50_ms:.1f} ms  p95 {rep.p95_ms:.1f} ms  index {rep.index_seconds:.1f} s"
+        f"p50 {rep.p50_ms:.1f} ms  p95 {rep.p95_ms:.1f} ms  index {rep.index_seconds:.1f} s  "
+        f"withheld {rep.withheld}/{rep.queries} (answerable, below min_answerable)"
     )
 
 

@@ -44,6 +44,7 @@ class BeirReport:
     p95_ms: float
     index_seconds: float
     docs: int
+    withheld: int = 0  # queries the default `min_answerable` would answer "not covered"
 
     def to_dict(self) -> dict[str, object]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in vars(self).items()}

@@ -104,6 +104,36 @@ def collect(
     return rows
 
 
+def collect_beir(folder: Path, settings: Settings, work: Path, k: int = 10) -> list[QueryRow]:
+    """A BEIR set's queries as answerable rows: ``train`` as ``dev`` (it may choose the floor),
+    ``test`` as ``test`` (reported). A hit is relevant when its document is judged so."""
+    from ep_mcp.eval.beir import load_beir, materialise
+
+    emb = make_embedder(settings)
+    rows: list[QueryRow] = []
+    for beir_split, split in (("train", "dev"), ("test", "test")):
+        data = load_beir(folder, beir_split)
+        base = work / f"beir-{data.name}"
+        mapping = materialise(data, base / "docs")
+        rt = open_runtime(base / "docs", settings, emb, base, kind="markdown", slug=data.name)
+        try:
+            for qid, text in data.queries.items():
+                request = SearchRequest(query=text, k=k, include_low_confidence=True)
+                result = rt.search(request, confidence=NEUTRAL)
+                wanted = {d for d, grade in data.qrels[qid].items() if grade > 0}
+                docs = [mapping.get(h.source_file, h.source_file) for h in result.hits]
+                ranked = list(dict.fromkeys(docs))
+                found = next((i for i, d in enumerate(ranked, 1) if d in wanted), None)
+                judged = result.assessment
+                feats = tuple(judged.hit_features) if judged is not None else ()
+                query = dict(judged.query_features) if judged is not None else {}
+                relevant = tuple(d in wanted for d in docs[: len(feats)])
+                rows.append(QueryRow(data.name, split, False, feats, relevant, query, found))
+        finally:
+            rt.close()
+    return rows
+
+
 def fit_logistic(
     x: Array, y: Array, l2: float = 1.0, weight: Array | None = None, steps: int = 50
 ) -> tuple[Array, float]:
@@ -264,14 +294,19 @@ def choose_min_answerable(
     model: ConfidenceModel,
     max_withheld: float = 0.05,
     min_hit5: float = 0.95,
+    also: Sequence[QueryRow] = (),
 ) -> OperatingPoint:
     """The floor catching the most dev negatives while withholding ≤ ``max_withheld`` of the
-    answerable ones (and hit@5 ≥ ``min_hit5`` when reachable); ties: the lowest floor."""
+    answerable ones — of ``also`` too (a BEIR train split: another kind of collection) — and
+    keeping hit@5 ≥ ``min_hit5`` when reachable; ties: the lowest floor."""
     base = operating_point(dev, model, 0.0)
     best = base
     for step in range(1, 100):
         point = operating_point(dev, model, step / 100)
         if point.withheld / max(point.answerable, 1) > max_withheld:
+            continue
+        other = operating_point(also, model, step / 100) if also else None
+        if other is not None and other.withheld / max(other.answerable, 1) > max_withheld:
             continue
         if base.hit_at_5 >= min_hit5 > point.hit_at_5:
             continue

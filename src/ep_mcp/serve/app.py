@@ -252,9 +252,14 @@ def artifacts(serve: ServeContext) -> contextlib.AbstractContextManager[object]:
 
 @contextlib.contextmanager
 def closing(serve: ServeContext) -> Iterator[ServeContext]:
+    """Close what was opened; a start-up build still running is let finish first (it commits,
+    so the next start has nothing to redo; its stores must not close under it)."""
     try:
         yield serve
     finally:
+        if not serve.library.readiness.done.is_set():
+            logger.info("waiting for the index build to finish before stopping")
+            serve.library.readiness.done.wait()
         serve.library.close()
         if serve.hub is not None:
             serve.hub.close()
