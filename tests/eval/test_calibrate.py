@@ -2,7 +2,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ep_mcp.eval.calibrate import QueryRow, calibration, fit_logistic, negative_weight
+from ep_mcp.eval.calibrate import (
+    QueryRow,
+    calibration,
+    choose_min_answerable,
+    fit_logistic,
+    negative_weight,
+    operating_point,
+)
+from ep_mcp.retrieval.confidence import ConfidenceModel, Logistic
 
 
 def test_logistic_regression_recovers_the_direction_of_a_separable_signal() -> None:
@@ -29,3 +37,30 @@ def test_negatives_are_weighted_to_their_share_of_the_fit() -> None:
     w = negative_weight(rows, 0.15)
     assert abs(60 * w / (60 * w + 40) - 0.15) < 1e-9
     assert negative_weight([_row(False)] * 3, 0.15) == 1.0
+
+
+def _scored(p: float, negative: bool, split: str = "dev") -> QueryRow:
+    """A row whose answerable probability is ``p`` under ``_MODEL`` (found at rank 1)."""
+    import math
+
+    logit = math.log(p / (1 - p))
+    return QueryRow("p", split, negative, ({"x": 0.0},), (not negative,), {"z": logit}, 1)
+
+
+def _model() -> ConfidenceModel:
+    hit = Logistic(("x",), (0.0,), 0.0, (0.0,), (1.0,))
+    answer = Logistic(("z",), (1.0,), 0.0, (0.0,), (1.0,))
+    return ConfidenceModel(hit, answer, "*")
+
+
+def test_the_floor_withholds_at_most_five_percent_of_a_second_collection_too() -> None:
+    """The floor catching the most dev negatives is bounded by dev's answerable queries and by
+    another collection's (SciFact train): there it may not withhold more than 5 % either."""
+    dev = [_scored(0.3, True)] * 5 + [_scored(0.6, True)] * 5 + [_scored(0.9, False)] * 40
+    alone = choose_min_answerable(dev, _model())
+    assert alone.not_covered == 10 and 0.6 < alone.min_answerable < 0.9
+    claims = [_scored(0.2, False)] * 2 + [_scored(0.5, False)] * 8 + [_scored(0.95, False)] * 90
+    bounded = choose_min_answerable(dev, _model(), also=claims)
+    assert 0.3 < bounded.min_answerable <= 0.5  # above 0.5, 10 % of the claims are withheld
+    assert bounded.not_covered == 5
+    assert operating_point(claims, _model(), bounded.min_answerable).withheld == 2

@@ -101,6 +101,6 @@ def calibrate_cmd(
     click.echo(f"min_answerable (chosen on dev): {chosen.min_answerable}")
     for split in ("dev", "test"):
         click.echo(f"{split}: {report[split]}")
-    for split in ("dev", "test"):
+    for split, told in (("dev", "train (bounds the floor)"), ("test", "test")):
         if f"beir_{split}" in report:
-            click.echo(f"{beir.name if beir else 'beir'} {split}: {report[f'beir_{split}']}")
+            click.echo(f"{beir.name if beir else 'beir'} {told}: {report[f'beir_{split}']}")

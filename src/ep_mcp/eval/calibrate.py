@@ -9,7 +9,8 @@ calibration error; ``operating_points`` shows what each ``min_answerable`` would
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from ep_mcp.retrieval.confidence import (
     Logistic,
 )
 from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.runtime import PackRuntime
 
 Array = npt.NDArray[np.float64]
 BINS = 10
@@ -62,6 +64,28 @@ class QueryRow:
         return any(self.relevant)
 
 
+def _row(
+    rt: PackRuntime,
+    query: str,
+    wanted: set[str],
+    unit: Callable[[str], str],
+    k: int,
+    where: tuple[str, str, bool],  # (pack, split, negative)
+) -> QueryRow:
+    """One query asked with every hit kept and a neutral model: its features, what is relevant
+    (``unit`` maps a hit's file to what ``wanted`` names: a skill, a document id)."""
+    request = SearchRequest(query=query, k=k, include_low_confidence=True)
+    result = rt.search(request, confidence=NEUTRAL)
+    units = [unit(h.source_file) for h in result.hits]
+    ranked = list(dict.fromkeys(units))
+    found = next((i for i, u in enumerate(ranked, 1) if u in wanted), None)
+    judged = result.assessment
+    feats = tuple(judged.hit_features) if judged is not None else ()
+    answer = dict(judged.query_features) if judged is not None else {}
+    relevant = tuple(u in wanted for u in units[: len(feats)])
+    return QueryRow(*where, feats, relevant, answer, found)
+
+
 def collect(
     sets: Sequence[GoldenSet],
     roots: Sequence[Path],
@@ -77,28 +101,11 @@ def collect(
         golden = select_split(with_refusals(golden, folder), "all")
         rt = open_runtime(folder, settings, emb, work)
         try:
-            unit = dict(rt.view.skill_of)
+            unit = functools.partial(_doc_id, dict(rt.view.skill_of))
             for q in golden.queries:
-                request = SearchRequest(query=q.query, k=k, include_low_confidence=True)
-                result = rt.search(request, confidence=NEUTRAL)
-                wanted = {unit.get(p, p) for p in q.expected}
-                units = [unit.get(h.source_file, h.source_file) for h in result.hits]
-                ranked = list(dict.fromkeys(units))
-                found = next((i for i, u in enumerate(ranked, 1) if u in wanted), None)
-                judged = result.assessment
-                feats = tuple(judged.hit_features) if judged is not None else ()
-                query = dict(judged.query_features) if judged is not None else {}
-                rows.append(
-                    QueryRow(
-                        golden.pack,
-                        q.split,
-                        q.negative,
-                        feats,
-                        tuple(u in wanted for u in units[: len(feats)]),
-                        query,
-                        found,
-                    )
-                )
+                wanted = {unit(p) for p in q.expected}
+                where = (golden.pack, q.split, q.negative)
+                rows.append(_row(rt, q.query, wanted, unit, k, where))
         finally:
             rt.close()
     return rows
@@ -118,20 +125,17 @@ def collect_beir(folder: Path, settings: Settings, work: Path, k: int = 10) -> l
         rt = open_runtime(base / "docs", settings, emb, base, kind="markdown", slug=data.name)
         try:
             for qid, text in data.queries.items():
-                request = SearchRequest(query=text, k=k, include_low_confidence=True)
-                result = rt.search(request, confidence=NEUTRAL)
                 wanted = {d for d, grade in data.qrels[qid].items() if grade > 0}
-                docs = [mapping.get(h.source_file, h.source_file) for h in result.hits]
-                ranked = list(dict.fromkeys(docs))
-                found = next((i for i, d in enumerate(ranked, 1) if d in wanted), None)
-                judged = result.assessment
-                feats = tuple(judged.hit_features) if judged is not None else ()
-                query = dict(judged.query_features) if judged is not None else {}
-                relevant = tuple(d in wanted for d in docs[: len(feats)])
-                rows.append(QueryRow(data.name, split, False, feats, relevant, query, found))
+                doc = functools.partial(_doc_id, mapping)
+                rows.append(_row(rt, text, wanted, doc, k, (data.name, split, False)))
         finally:
             rt.close()
     return rows
+
+
+def _doc_id(mapping: Mapping[str, str], path: str) -> str:
+    """What a hit's file stands for: its skill, its corpus document id, or itself."""
+    return mapping.get(path, path)
 
 
 def fit_logistic(
