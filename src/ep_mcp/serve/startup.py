@@ -11,12 +11,14 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ep_mcp.config import Settings
 from ep_mcp.errors import ConfigError, EpMcpError
-from ep_mcp.index.embed.base import Embedder
-from ep_mcp.runtime import Library
+
+if TYPE_CHECKING:  # what the model thread needs is imported first, the rest after it starts
+    from ep_mcp.index.embed.base import Embedder
+    from ep_mcp.runtime import Library
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
