@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import EpMcpError, IndexDamagedError, NotFoundError
+from ep_mcp.errors import EpMcpError, IndexBuildError, IndexDamagedError, NotFoundError
 from ep_mcp.index.embed.base import Embedder, query_cost
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.retrieval.source import LegExecutors
@@ -35,7 +35,7 @@ def open_library(
     resolved from the edge (`config_env.resolve_environment`); ``lexical_first`` leaves new
     vectors pending for the server's backfill (serve at once, improve later) — None: when
     embedding costs more than pure-Python work (a model, a remote provider). ``build="later"``
-    opens every pack without updating its index: ``Library.finish_build`` does that (the
+    opens every pack without updating its index: `finish_build` does that (the
     server answers its handshake meanwhile; tools wait for ``Library.readiness``)."""
     emb: Embedder | None = make_embedder(settings) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
@@ -102,8 +102,7 @@ def _index_with_retry(
         return rt
     except IndexDamagedError:
         rt.close()
-    shared = rt.executors if rt._own_executors is None else None  # its own closed with it
-    again = PackRuntime(rt.config, rt.settings, rt.embedder, rt.home, shared)
+    again = rt.reopen()
     try:
         again.index(show_progress=show_progress, reload=False, lexical_first=lexical_first)
     except IndexDamagedError:
@@ -116,21 +115,48 @@ def finish_build(library: Library, lexical_first: bool | None = None) -> None:
     """The start-up build deferred by ``open_library(build="later")``: bring every pack's
     index up to date (words first unless embedding is trivial), then mark the library
     ready. A pack whose index is damaged twice is dropped when others remain; any other
-    failure is kept in ``readiness.error`` and raised to whoever waits."""
+    failure is kept in ``readiness.error`` (answered to every tool call) and raised."""
     later = query_cost(library.embedder) != "trivial" if lexical_first is None else lexical_first
+    started = dict(library.runtimes)
+    runtimes = dict(started)
     try:
-        for slug, rt in list(library.runtimes.items()):
+        for slug, rt in list(runtimes.items()):
             try:
-                library.runtimes[slug] = _index_with_retry(rt, None, later, reload=False)
+                runtimes[slug] = _index_with_retry(rt, None, later, reload=False)
             except IndexDamagedError as exc:
-                if len(library.runtimes) == 1:
+                if len(runtimes) == 1:
                     raise
                 logger.error("%s — serving the other packs without it", exc)
-                library.runtimes.pop(slug).close()
-    except EpMcpError as exc:
-        library.readiness.error = exc
+                runtimes.pop(slug).close()
+    except BaseException as exc:
+        failed = (
+            exc
+            if isinstance(exc, EpMcpError)
+            else IndexBuildError(
+                f"the index build failed ({type(exc).__name__}: {exc}) — see the server log; "
+                "fix the cause and restart the server"
+            )
+        )
+        library.readiness.error = failed
         raise
     finally:
-        for rt in library.runtimes.values():
+        for rt in runtimes.values():
             rt.building.indexing = False
+        _apply(library, started, runtimes)
         library.readiness.done.set()
+
+
+def _apply(library: Library, started: dict[str, PackRuntime], now: dict[str, PackRuntime]) -> None:
+    """Swap in the runtimes the build reopened or dropped, as one new dict (readers never see
+    it half-changed), leaving any other change made meanwhile (an artifact swap) as it is."""
+    if all(now.get(s) is rt for s, rt in started.items()):
+        return
+    runtimes = dict(library.runtimes)
+    for slug, rt in started.items():
+        if runtimes.get(slug) is not rt:
+            continue  # replaced meanwhile by someone else
+        if slug in now:
+            runtimes[slug] = now[slug]
+        else:
+            del runtimes[slug]
+    library.runtimes = runtimes

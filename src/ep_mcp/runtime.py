@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import EpMcpError, IndexDamagedError, NotFoundError
+from ep_mcp.errors import BuildingError, EpMcpError, IndexDamagedError, NotFoundError
 from ep_mcp.index import integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
 from ep_mcp.index.buildstate import BuildState, building_note
@@ -260,6 +260,12 @@ class PackRuntime:
         note = building_note(self.build_state()) if self.building.embedding else None
         return dataclasses.replace(result, notes=(note, *result.notes)) if note else result
 
+    def reopen(self) -> PackRuntime:
+        """A new runtime for the same pack (its index reopened: rebuilt if found damaged),
+        sharing this one's threads unless they were its own (closed with it)."""
+        shared = self.executors if self._own_executors is None else None
+        return PackRuntime(self.config, self.settings, self.embedder, self.home, shared)
+
     def close(self) -> None:
         self.store.close()
         if self._own_executors is not None:
@@ -279,14 +285,6 @@ class Readiness:
 
     done: threading.Event = field(default_factory=_done)
     error: EpMcpError | None = None
-
-    def wait(self, timeout_s: float) -> bool:
-        """True once the build is over (then raises its error, if any) within ``timeout_s``."""
-        if not self.done.wait(timeout_s):
-            return False
-        if self.error is not None:
-            raise self.error
-        return True
 
 
 @dataclass
@@ -315,6 +313,17 @@ class Library:
 
     def slugs(self) -> list[str]:
         return sorted(self.runtimes)
+
+    def check_ready(self, retry: str) -> None:
+        """Raise unless the start-up build is over and went well: BuildingError naming each
+        pack's phase (``retry``: what to do again, e.g. "call ep_search"), or its error."""
+        if not self.readiness.done.is_set():
+            states = ", ".join(f"{rt.slug} {rt.build_state()['phase']}" for rt in self)
+            raise BuildingError(
+                f"the packs are still being indexed ({states}) — {retry} again in a few seconds"
+            )
+        if self.readiness.error is not None:
+            raise self.readiness.error
 
     def only(self, allowed: frozenset[str] | set[str]) -> Library:
         """The same library showing only the ``allowed`` packs (what one caller may see)."""

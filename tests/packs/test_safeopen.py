@@ -202,3 +202,29 @@ def test_a_contained_path_is_under_the_root_and_never_hidden(
     inner = real.relative_to(base).parts  # raises if outside the root
     assert inner and not any(p.startswith(".") for p in inner)
     assert real == Path(os.path.realpath(real))
+
+
+def test_without_openat_the_link_check_comes_before_the_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where one open would follow links (no openat/O_NOFOLLOW), the real path is checked first."""
+    root, outside = tmp_path / "pack", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.md").write_text("zebracanary", encoding="utf-8")
+    (root / "docs").symlink_to(outside)
+    monkeypatch.setattr(safeopen, "_AT_SUPPORTED", False)
+    with pytest.raises(ContainmentError):
+        read_contained(root, "docs/secret.md", 1000)
+
+
+def test_the_walk_skips_a_link_it_cannot_follow_and_says_so(tmp_path: Path) -> None:
+    from ep_mcp.packs.files import Warnings, walk_files
+
+    root = tmp_path / "pack"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n", encoding="utf-8")
+    (root / "loop").symlink_to(root / "loop")
+    warnings = Warnings()
+    assert walk_files(root.resolve(), warnings) == ["a.md"]
+    assert [w.path for w in warnings.items] == ["loop"]

@@ -101,13 +101,11 @@ def walk_files(root: Path, warnings: Warnings) -> list[str]:
             rel = f"{rel_dir}/{name}" if rel_dir else name
             if is_hidden(name):
                 continue
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_link = entry.is_symlink()
-                # a symlink to a folder is a folder here (as os.walk sees it): not followed
-                is_dir = is_dir or (is_link and entry.is_dir())
-            except OSError:
-                is_dir = is_link = False
+            is_link = entry.is_symlink()
+            try:  # a symlink to a folder is a folder here (as os.walk sees it): not followed
+                is_dir = entry.is_dir()
+            except OSError:  # a link loop, or no permission to look: treated as a file link
+                is_dir = False
             if is_dir:
                 if name in SKIP_DIRS:
                     continue

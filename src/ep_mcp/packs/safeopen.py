@@ -21,6 +21,7 @@ one, so it counts as the operator's own content.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -180,6 +181,8 @@ def read_contained(
     """
     base = root if resolved else real_root(root)
     try:  # no symlink on the way (the usual case): the path is its own real path
+        if not _AT_SUPPORTED:  # pragma: no cover - one open that follows links: check first
+            raise OSError(errno.ELOOP, "no openat here")
         fd = _open_beneath(base, pack_parts(rel))
     except OSError:  # a link (refused by O_NOFOLLOW), or missing: resolve, check, name why
         real = contained_path(root, rel)

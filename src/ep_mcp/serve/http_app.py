@@ -178,7 +178,11 @@ def create_app(
 
     async def health(request: Request) -> Response:
         index = overall([rt.build_state() for rt in serve.library])
-        return JSONResponse({"status": "ok", "packs": len(serve.library.slugs()), "index": index})
+        body = {"status": "ok", "packs": len(serve.library.slugs()), "index": index}
+        failed = serve.library.readiness.error
+        if failed is not None:  # the start-up build failed: the packs cannot be searched
+            return JSONResponse({**body, "status": "error", "error": str(failed)}, 503)
+        return JSONResponse(body)
 
     async def packs(request: Request) -> Response:
         """The packs this caller may see (keyed packs only with their key)."""

@@ -58,6 +58,21 @@ class ServeContext:
     inline: bool = False
 
 
+READY_WAIT_S = 30.0  # how long a request waits for the start-up build before it says so
+READY_POLL_S = 0.05
+
+
+async def until_ready(serve: ServeContext, retry: str) -> None:
+    """Wait for the start-up index build (up to ``READY_WAIT_S``, holding neither the event
+    loop nor a thread), then raise if it is still running or failed (`Library.check_ready`)."""
+    done = serve.library.readiness.done
+    waited = 0.0
+    while not done.is_set() and waited < READY_WAIT_S:
+        await anyio.sleep(READY_POLL_S)
+        waited += READY_POLL_S
+    serve.library.check_ready(retry)
+
+
 async def run_sync(serve: ServeContext, fn: Callable[..., T], *args: object) -> T:
     """``fn(*args)`` inline when ``serve.inline``, else on a worker thread."""
     if serve.inline:
@@ -171,6 +186,7 @@ def _not_found(message: str, uri: str) -> MCPError:
 def build_server(serve: ServeContext, access: Access | None = None) -> McpServer:
     """One MCP server over ``access`` (None: every pack and the hub, as on stdio)."""
     view = PackScope(serve, access if access is not None else full_access(serve))
+    pack_tools = {spec.name for spec in tools("pack")}
     packs = [serve.library.runtimes[s].pack for s in view.all_slugs()]
     multi = len(packs) > 1
 
@@ -181,6 +197,11 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
 
     async def call(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
+        if params.name in pack_tools:  # the view is taken after the wait: never a stale one
+            try:
+                await until_ready(serve, f"call {params.name}")
+            except EpMcpError as exc:
+                return error_result(str(exc))
         return await run_sync(serve, run_tool, view, params.name, arguments)
 
     async def list_resources(

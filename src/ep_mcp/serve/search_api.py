@@ -21,7 +21,7 @@ from ep_mcp.errors import EpMcpError
 from ep_mcp.json_types import JsonObject
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
-from ep_mcp.serve.mcp_server import ServeContext, run_sync
+from ep_mcp.serve.mcp_server import ServeContext, run_sync, until_ready
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 logger = logging.getLogger(__name__)
@@ -241,6 +241,7 @@ async def search_endpoint(
             return error(
                 decision.status, decision.message, hdrs if decision.status == 401 else None
             )
+        await until_ready(serve, "search")
         result = await run_sync(serve, _run, serve, decision.allowed, args, vector)
     except BadRequest as exc:
         return error(exc.status, str(exc))

@@ -86,6 +86,9 @@ def finish(library: Library) -> None:
     except EpMcpError as exc:
         logger.error("%s", exc.for_cli())
         return
+    except Exception:  # kept in readiness.error too: every tool call answers it
+        logger.exception("the index build failed — the packs cannot be searched")
+        return
     _say_pending(library)
 
 

@@ -91,6 +91,10 @@ class PackWatcher:
             ):
                 self.ready.set()
                 if batch:
+                    # the start-up build reads every file: changes before it ends are in it
+                    while not self.library.readiness.done.wait(0.25):
+                        if self._stop.is_set():
+                            return
                     self.reload([path for _, path in batch])
         except Exception:  # the watcher thread must never take the server down
             logger.exception("file watcher stopped — restart the server to re-enable reload")

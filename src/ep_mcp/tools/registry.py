@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ep_mcp.errors import BuildingError, NotFoundError, QueryError
+from ep_mcp.errors import NotFoundError, QueryError
 from ep_mcp.json_types import JsonObject
 
 if TYPE_CHECKING:  # annotations only: this module stays import-light
@@ -146,20 +146,14 @@ def _unencodable(value: object, where: str = "arguments") -> str | None:
     return None
 
 
-READY_WAIT_S = 30.0  # how long a call waits for the start-up build before it says so
-
-
 def call_tool(ctx: ToolContext, name: str, arguments: Arguments | None) -> JsonObject:
-    """Validate and run one tool. While the server's start-up build is still indexing, a
-    call waits for it (up to ``READY_WAIT_S``), then asks to be sent again."""
+    """Validate and run one tool. A pack tool never reads an index the start-up build has not
+    finished (the serving adapters wait for it first: `serve.mcp_server.until_ready`)."""
     spec = get_tool(name)
     args = dict(arguments or {})
     validate_arguments(spec, args)
-    if spec.group == "pack" and not ctx.library.readiness.wait(READY_WAIT_S):
-        states = ", ".join(f"{rt.slug} {rt.build_state()['phase']}" for rt in ctx.library)
-        raise BuildingError(
-            f"the packs are still being indexed ({states}) — call {name} again in a few seconds"
-        )
+    if spec.group == "pack":
+        ctx.library.check_ready(f"call {name}")
     return spec.handler(ctx, args)
 
 

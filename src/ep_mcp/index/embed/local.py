@@ -186,9 +186,9 @@ def _packaged() -> _Model:
 
 
 def _optimised_is_built(cache_dir: Path) -> bool:
-    """The optimised graph for this model and runtime is in ``cache_dir`` (not verified here:
-    loading it verifies it, and a copy that fails to load is removed, so the next start
-    names the packaged model it then falls back to)."""
+    """The optimised graph for this model and runtime is in ``cache_dir``, intact (hashed
+    against its record; a copy that then fails to load is removed, so the next start names
+    the packaged model it falls back to)."""
     import importlib.metadata
     import sys
 
@@ -200,10 +200,9 @@ def _optimised_is_built(cache_dir: Path) -> bool:
         runtime = str(loaded or importlib.metadata.version("onnxruntime"))
     except (ImportError, importlib.metadata.PackageNotFoundError):
         return False
-    from ep_mcp.index.embed.optimize import cached_paths
+    from ep_mcp.index.embed.optimize import is_built
 
-    model, meta = cached_paths(model_pkg.SHA256, cache_dir, runtime)
-    return model.is_file() and meta.is_file()
+    return is_built(model_pkg.SHA256, cache_dir, runtime)
 
 
 def _discard_optimised(cache_dir: Path) -> None:

@@ -338,6 +338,12 @@ def cached_paths(source_sha256: str, cache_dir: Path, runtime_version: str) -> t
     return cache_dir / f"{key}.onnx", cache_dir / f"{key}.json"
 
 
+def is_built(source_sha256: str, cache_dir: Path, runtime_version: str) -> bool:
+    """The optimised model for this source and runtime is in ``cache_dir`` and intact."""
+    target, meta = cached_paths(source_sha256, cache_dir, runtime_version)
+    return target.is_file() and meta.is_file() and _verified(target, meta)
+
+
 def build_cached_model(
     source: Path,
     source_sha256: str,

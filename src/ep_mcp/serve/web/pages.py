@@ -25,7 +25,7 @@ from ep_mcp.errors import EpMcpError
 from ep_mcp.eval.report_html import render_body
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
-from ep_mcp.serve.mcp_server import ServeContext, run_sync
+from ep_mcp.serve.mcp_server import ServeContext, run_sync, until_ready
 from ep_mcp.serve.search_api import BadRequest, parse_params
 from ep_mcp.serve.web import data, views
 from ep_mcp.serve.web.health import health_html
@@ -120,8 +120,11 @@ class Workbench:
     async def content(
         self, request: Request, slug: str | None, make: Callable[[Library, T], str], arg: T
     ) -> str:
-        """``make(library view, arg)`` for the pack the caller may see, on a worker thread."""
+        """``make(library view, arg)`` for the pack the caller may see, on a worker thread;
+        reading a pack waits for the start-up build (the health page does not)."""
         decision = self.decide(request, slug)
+        if make != self._render_health:
+            await until_ready(self.serve, "reload the page")
         view = data.restricted(self.serve.library, decision.allowed)
         return await run_sync(self.serve, make, view, arg)
 
@@ -188,6 +191,7 @@ class Workbench:
             decision = auth.decide(self.ring, served, None, credential)
             if decision.status != 200:
                 raise Refused(decision.status, decision.message)
+        await until_ready(self.serve, "reload the page")
         view = data.restricted(self.serve.library, decision.allowed)
         return await run_sync(self.serve, self._render_eval, view, sorted(decision.allowed))
 

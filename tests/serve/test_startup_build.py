@@ -1,0 +1,207 @@
+"""The start-up build on its thread, as requests meet it: nothing reads an index before the
+build has finished with it, nothing stalls the event loop while waiting, a failure is said."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+
+from ep_mcp.errors import IndexDamagedError
+from ep_mcp.runtime import Library, PackRuntime
+from ep_mcp.serve import mcp_server, startup
+from ep_mcp.serve.app import open_context
+from ep_mcp.serve.auth import KeyRing
+from ep_mcp.serve.http_app import create_app
+from ep_mcp.serve.mcp_server import ServeContext, build_server
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """The start-up build waits for this event before it writes anything."""
+    from ep_mcp.index.builder import build_index
+
+    gate = threading.Event()
+
+    def held_build(*args: Any, **kwargs: Any) -> Any:
+        gate.wait(60)
+        return build_index(*args, **kwargs)
+
+    monkeypatch.setattr("ep_mcp.runtime.build_index", held_build)
+    yield gate
+    gate.set()
+
+
+def _later(settings: Any) -> tuple[Library, ServeContext]:
+    library = startup.open_packs(settings, None, build="later")
+    serve, _ = open_context(settings, library=library)
+    return library, serve
+
+
+def _client(serve: ServeContext) -> httpx2.AsyncClient:
+    app = create_app(serve, serve.library.settings.server, KeyRing.build({}, {}, ()))
+    transport = httpx2.ASGITransport(app=app)
+    return httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000")
+
+
+def test_a_search_waiting_for_the_build_does_not_stall_health(
+    fresh_packs: dict[str, Path],
+    settings_for: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    held: threading.Event,
+) -> None:
+    monkeypatch.setattr(mcp_server, "READY_WAIT_S", 3.0)
+    library, serve = _later(settings_for(fresh_packs))
+    assert serve.inline  # hashing: tool calls run on the event loop itself
+    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
+    seen: dict[str, Any] = {}
+    try:
+
+        async def go() -> None:
+            async with _client(serve) as c:
+
+                async def search() -> None:
+                    r = await c.get("/search", params={"q": "compost", "pack": "beta"})
+                    seen["search"] = r.status_code, r.json()
+
+                async def health() -> None:
+                    await anyio.sleep(0.2)  # the search is waiting by now
+                    started = time.perf_counter()
+                    r = await c.get("/health")
+                    seen["health_s"] = time.perf_counter() - started
+                    seen["phase"] = r.json()["index"]["phase"]
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(search)
+                    tg.start_soon(health)
+
+        anyio.run(go)
+        assert seen["health_s"] < 1.0 and seen["phase"] == "indexing"
+        status, body = seen["search"]
+        assert status == 503 and "still being indexed" in body["error"]["message"]
+    finally:
+        held.set()
+        finishing.result(timeout=30)
+        serve.library.close()
+
+
+def test_the_workbench_does_not_answer_from_the_index_of_before_the_restart(
+    fresh_packs: dict[str, Path],
+    settings_for: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = settings_for(fresh_packs)
+    removed = fresh_packs["beta"] / "payroll.md"
+    removed.write_text("# Payroll\n\nzebrasalary 123456 for the director.\n", encoding="utf-8")
+    startup.open_packs(settings, None).close()  # an earlier run indexed it
+    removed.unlink()  # then it was deleted, and the server restarted
+    monkeypatch.setattr(mcp_server, "READY_WAIT_S", 0.3)
+    gate = threading.Event()
+    from ep_mcp.index.builder import build_index
+
+    def held_build(*args: Any, **kwargs: Any) -> Any:
+        gate.wait(60)
+        return build_index(*args, **kwargs)
+
+    monkeypatch.setattr("ep_mcp.runtime.build_index", held_build)
+    library, serve = _later(settings)
+    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
+    try:
+
+        async def during() -> tuple[httpx2.Response, httpx2.Response]:
+            async with _client(serve) as c:
+                params = {"q": "zebrasalary", "pack": "beta"}
+                return await c.get("/search", params=params), await c.get(
+                    "/ui/search", params=params
+                )
+
+        api, ui = anyio.run(during)
+        assert api.status_code == 503
+        assert "123456" not in ui.text and "still being indexed" in ui.text
+        gate.set()
+        finishing.result(timeout=30)
+
+        async def after() -> httpx2.Response:
+            async with _client(serve) as c:
+                return await c.get("/search", params={"q": "zebrasalary", "pack": "beta"})
+
+        got = anyio.run(after)
+        assert got.status_code == 200 and "123456" not in got.text
+    finally:
+        gate.set()
+        serve.library.close()
+
+
+def test_a_call_waiting_for_the_build_runs_on_the_runtime_the_build_reopened(
+    fresh_packs: dict[str, Path], settings_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = threading.Event()
+    real_index = PackRuntime.index
+    damaged: list[PackRuntime] = []
+
+    def index(self: PackRuntime, *args: Any, **kwargs: Any) -> Any:
+        if self.slug == "beta" and not damaged:  # beta's first update meets a damaged index
+            damaged.append(self)
+            gate.wait(30)
+            raise IndexDamagedError("damaged (test)", path=self.store.path, reason="test")
+        return real_index(self, *args, **kwargs)
+
+    monkeypatch.setattr(PackRuntime, "index", index)
+    library, serve = _later(settings_for(fresh_packs))
+    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
+    try:
+
+        async def go() -> None:
+            async with Client(build_server(serve)) as c:
+                await c.read_resource("ep://beta/status")  # a status read meanwhile is fine
+                threading.Timer(0.5, gate.set).start()
+                r = await c.call_tool("ep_search", {"query": "compost greens", "pack": "beta"})
+                assert not r.is_error, r.content
+                assert r.structured_content["results"][0]["source_file"] == "compost.md"  # type: ignore[index]
+
+        anyio.run(go)
+        finishing.result(timeout=30)
+        assert library.runtimes["beta"] is not damaged[0]
+    finally:
+        gate.set()
+        serve.library.close()
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("tokenizer failed"), OSError(28, "No space")])
+def test_any_build_failure_is_logged_answered_to_every_call_and_shown_by_health(
+    fresh_packs: dict[str, Path],
+    settings_for: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    failure: Exception,
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise failure
+
+    monkeypatch.setattr("ep_mcp.runtime.build_index", broken)
+    library, serve = _later(settings_for(fresh_packs))
+    try:
+        with caplog.at_level(logging.ERROR, logger="ep_mcp.serve.startup"):
+            startup.finish(library)  # never raises into the server
+        assert library.readiness.done.is_set() and "index build failed" in caplog.text
+
+        async def go() -> None:
+            async with Client(build_server(serve)) as c:
+                r = await c.call_tool("ep_search", {"query": "compost", "pack": "beta"})
+                assert r.is_error
+                assert type(failure).__name__ in r.content[0].text  # type: ignore[union-attr]
+            async with _client(serve) as http:
+                health = await http.get("/health")
+                assert health.status_code == 503 and health.json()["status"] == "error"
+
+        anyio.run(go)
+    finally:
+        serve.library.close()
