@@ -148,7 +148,7 @@ def serve_cmd(
         startup.finish(serve.library)
         startup.prepare_tools()
 
-    startup.in_background(finish, "ep-mcp-index")
+    starting = startup.in_background(finish, "ep-mcp-index")
 
     def announce(url: str) -> None:
         click.echo(
@@ -157,7 +157,7 @@ def serve_cmd(
             err=True,
         )
 
-    with app.closing(serve):
+    with app.closing(serve, starting):
         app.run(
             serve,
             ring,

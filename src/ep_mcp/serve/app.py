@@ -23,9 +23,12 @@ from ep_mcp.serve.mcp_server import ServeContext
 from ep_mcp.serve.startup import open_packs, warming
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from starlette.applications import Starlette
 
     from ep_mcp.hub.hub import SkillHub
+
 logger = logging.getLogger(__name__)
 
 Transport = Literal["stdio", "http"]
@@ -251,15 +254,17 @@ def artifacts(serve: ServeContext) -> contextlib.AbstractContextManager[object]:
 
 
 @contextlib.contextmanager
-def closing(serve: ServeContext) -> Iterator[ServeContext]:
-    """Close what was opened; a start-up build still running is let finish first (it commits,
-    so the next start has nothing to redo; its stores must not close under it)."""
+def closing(serve: ServeContext, starting: Future[None] | None = None) -> Iterator[ServeContext]:
+    """Close what was opened; the start-up work still running (``starting``: the build and
+    what follows it) is let finish first — the build commits, so the next start has nothing to
+    redo, and its stores must not close under it."""
     try:
         yield serve
     finally:
-        if not serve.library.readiness.done.is_set():
+        if starting is not None and not starting.done():
             logger.info("waiting for the index build to finish before stopping")
-            serve.library.readiness.done.wait()
+            with contextlib.suppress(Exception):
+                starting.result()
         serve.library.close()
         if serve.hub is not None:
             serve.hub.close()
