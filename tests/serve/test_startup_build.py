@@ -205,3 +205,37 @@ def test_any_build_failure_is_logged_answered_to_every_call_and_shown_by_health(
         anyio.run(go)
     finally:
         serve.library.close()
+
+
+def test_a_call_waiting_for_the_build_hears_its_progress_when_it_asked(
+    fresh_packs: dict[str, Path],
+    settings_for: Any,
+    held: threading.Event,
+) -> None:
+    library, serve = _later(settings_for(fresh_packs))
+    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
+    heard: list[tuple[float, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append((done, message))
+
+    try:
+
+        async def go() -> None:
+            async with Client(build_server(serve)) as c:
+                threading.Timer(1.5, held.set).start()
+                r = await c.call_tool(
+                    "ep_search",
+                    {"query": "compost greens", "pack": "beta"},
+                    progress_callback=progress,
+                )
+                assert not r.is_error, r.content
+
+        anyio.run(go)
+        assert heard and all("waiting for the index build" in (m or "") for _, m in heard)
+        assert "beta indexing" in (heard[0][1] or "")
+        assert [d for d, _ in heard] == sorted(d for d, _ in heard)
+    finally:
+        held.set()
+        finishing.result(timeout=30)
+        serve.library.close()

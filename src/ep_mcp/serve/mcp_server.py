@@ -10,9 +10,10 @@ describe only what the caller may see.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -62,15 +63,25 @@ READY_WAIT_S = 30.0  # how long a request waits for the start-up build before it
 READY_POLL_S = 0.05
 
 
-async def until_ready(serve: ServeContext, retry: str) -> None:
+READY_TELL_S = 1.0  # how often a waiting request is told where the build stands
+Progress = Callable[[float, str], Awaitable[None]]  # (seconds waited, what is being built)
+
+
+async def until_ready(serve: ServeContext, retry: str, progress: Progress | None = None) -> None:
     """Wait for the start-up index build (up to ``READY_WAIT_S``, holding neither the event
-    loop nor a thread), then raise if it is still running or failed (`Library.check_ready`)."""
-    done = serve.library.readiness.done
-    waited = 0.0
+    loop nor a thread), then raise if it is still running or failed (`Library.check_ready`).
+    ``progress`` hears, about every second, how long it has waited and each pack's phase."""
+    library = serve.library
+    done = library.readiness.done
+    waited, told = 0.0, -READY_TELL_S
     while not done.is_set() and waited < READY_WAIT_S:
+        if progress is not None and waited - told >= READY_TELL_S:
+            told = waited
+            states = ", ".join(f"{rt.slug} {rt.build_state()['phase']}" for rt in library)
+            await progress(waited, f"waiting for the index build ({states})")
         await anyio.sleep(READY_POLL_S)
         waited += READY_POLL_S
-    serve.library.check_ready(retry)
+    library.check_ready(retry)
 
 
 async def run_sync(serve: ServeContext, fn: Callable[..., T], *args: object) -> T:
@@ -198,8 +209,13 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
     async def call(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         if params.name in pack_tools:  # the view is taken after the wait: never a stale one
+
+            async def tell(waited: float, message: str) -> None:
+                with contextlib.suppress(Exception):  # no token or no back-channel: nothing
+                    await ctx.session.report_progress(waited, None, message)
+
             try:
-                await until_ready(serve, f"call {params.name}")
+                await until_ready(serve, f"call {params.name}", tell)
             except EpMcpError as exc:
                 return error_result(str(exc))
         return await run_sync(serve, run_tool, view, params.name, arguments)
