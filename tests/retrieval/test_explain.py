@@ -160,8 +160,7 @@ def test_the_rendered_explain_shows_moves_drops_and_each_final_candidate() -> No
         "      1. f1.md#1  [search]  lexical #1 (2.5)  vector —  fused 0.00000  final 0.90000",
         "         · boosts: always tier +0.03",
         "      2. f2.md#2  [search]  lexical —  vector #1 (0.75)  fused 0.00000  final 0.80000",
-        "      3. f3.md#3  [requires via f1.md]  lexical —  vector —  fused 0.00000  "
-        "final 0.70000",
+        "      3. f3.md#3  [requires via f1.md]  lexical —  vector —  fused 0.00000  final 0.70000",
     ]
 
 
