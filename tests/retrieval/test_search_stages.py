@@ -1,0 +1,316 @@
+"""``engine.search`` stage by stage over a real index: what each stage asks of the index, the
+notes users read, and what the options change. The hashing embedder; MMR and graph off."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ep_mcp.config import Fusion, RetrievalSettings
+from ep_mcp.index.builder import build_index
+from ep_mcp.index.embed import HashingEmbedder
+from ep_mcp.index.store import Store
+from ep_mcp.packs.loader import load_pack
+from ep_mcp.retrieval import engine
+from ep_mcp.retrieval.confidence import ConfidenceModel, Logistic
+from ep_mcp.retrieval.engine import SearchOptions
+from ep_mcp.retrieval.source import Uncached
+from ep_mcp.retrieval.types import SearchRequest, SearchResult
+from ep_mcp.retrieval.view import pack_view
+
+QUIET = RetrievalSettings(
+    today="2026-06-01",
+    profile_weight=0.0,
+    length_penalty=0.0,
+    always_tier_boost=0.0,
+    requires_expansion=False,
+    confidence=False,
+)
+PUMPS = {
+    f"pump{i:02}.md": f"# Pump {i}\n\nPump valve impeller priming, note {i}.\n" for i in range(40)
+}
+PUMPS["howto.md"] = "---\ntype: howto\ntags: [field]\n---\n# Field\n\nA pump, now and then.\n"
+
+
+class Recording:
+    """The store, with what the pipeline asked of it recorded (and pending vectors faked)."""
+
+    def __init__(self, store: Store, pending: int = 0) -> None:
+        self.store = store
+        self.pending = pending
+        self.asked: dict[str, list[Any]] = {"lexical": [], "vector": [], "rows": []}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def lexical_top(self, terms: Sequence[str], n: int, **kw: Any) -> list[tuple[int, float]]:
+        self.asked["lexical"].append(n)
+        return self.store.lexical_top(terms, n, **kw)
+
+    def vector_top(self, query: Any, n: int) -> list[tuple[int, float]]:
+        self.asked["vector"].append(n)
+        return self.store.vector_top(query, n)
+
+    def chunks_by_ids(self, chunk_ids: Sequence[int]) -> Any:
+        self.asked["rows"].append(list(chunk_ids))
+        return self.store.chunks_by_ids(chunk_ids)
+
+    def pending_count(self) -> int:
+        return self.pending
+
+
+class Index:
+    def __init__(self, root: Path, store: Store, embedder: HashingEmbedder | None) -> None:
+        self.root, self.store, self.embedder = root, store, embedder
+        self.view = pack_view(load_pack(root))
+
+    def search(
+        self,
+        request: SearchRequest,
+        settings: RetrievalSettings = QUIET,
+        source: Any = None,
+        **options: Any,
+    ) -> SearchResult:
+        query = Uncached(self.embedder) if self.embedder is not None else None
+        opts = SearchOptions(view=self.view, **options)
+        return engine.search(source or self.store, "p", request, settings, query, opts)
+
+
+@pytest.fixture
+def index_of(tmp_path: Path) -> Iterator[Any]:
+    stores: list[Store] = []
+
+    def make(files: dict[str, str], embedder: HashingEmbedder | None = None) -> Index:
+        root = tmp_path / f"pack{len(stores)}"
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+        store = Store(tmp_path / f"i{len(stores)}.db", vector_engine="numpy")
+        stores.append(store)
+        build_index(load_pack(root), store, embedder, lambda t: len(t.split()))
+        return Index(root, store, embedder)
+
+    yield make
+    for s in stores:
+        s.close()
+
+
+@pytest.fixture
+def pumps(index_of: Any) -> Index:
+    return index_of(PUMPS, HashingEmbedder(64))  # type: ignore[no-any-return]
+
+
+def files(result: SearchResult) -> list[str]:
+    return [h.source_file for h in result.hits]
+
+
+def stage(result: SearchResult, name: str) -> dict[str, Any]:
+    (record,) = [r for r in result.explain if r["stage"] == name]
+    return record
+
+
+# --- the legs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("k", "pool"), [(2, 50), (10, 80)])
+def test_each_leg_asks_for_k_times_the_multiplier_and_at_least_min_candidates(
+    pumps: Index, k: int, pool: int
+) -> None:
+    source = Recording(pumps.store)
+    pumps.search(SearchRequest("pump valve", k=k), source=source)
+    assert source.asked["lexical"] == [pool] and source.asked["vector"] == [pool]
+
+
+@pytest.mark.parametrize(("legs", "mode"), [("lexical", "lexical"), ("vector", "vector")])
+def test_one_leg_alone_answers_in_its_own_mode(pumps: Index, legs: str, mode: str) -> None:
+    result = pumps.search(SearchRequest("pump valve", k=3), legs=legs)
+    assert result.mode == mode and len(result.hits) == 3
+
+
+def test_the_vector_leg_alone_skips_the_activation_test(pumps: Index) -> None:
+    floored = dataclasses.replace(QUIET, activation_floor=5.0, activation_model="*")
+    assert pumps.search(SearchRequest("pump valve"), floored).hits == ()
+    assert pumps.search(SearchRequest("pump valve"), floored, legs="vector").hits
+
+
+def test_without_routing_the_intent_is_general(pumps: Index) -> None:
+    result = pumps.search(SearchRequest("how do I prime the pump", explain=True))
+    assert result.intent == "GENERAL"
+    assert stage(result, "legs")["summary"].startswith("intent GENERAL (vector 0.4 / lexical 0.6)")
+
+
+def test_chunks_awaiting_vectors_are_named_in_a_note(pumps: Index) -> None:
+    note = (
+        "3 chunk(s) await embeddings — they are found by words only until `ep-mcp index` "
+        "(or the server, in the background) embeds them"
+    )
+    result = pumps.search(SearchRequest("pump valve"), source=Recording(pumps.store, pending=3))
+    assert result.notes == (note,)
+    lexical = pumps.search(
+        SearchRequest("pump valve"), source=Recording(pumps.store, pending=3), legs="lexical"
+    )
+    assert lexical.notes == ()  # a lexical benchmark does not wait for vectors
+
+
+# --- fusion and the head of the list ----------------------------------------------------------
+
+
+def test_only_the_head_of_the_fused_list_is_read(pumps: Index) -> None:
+    source = Recording(pumps.store)
+    pumps.search(SearchRequest("pump valve impeller", k=1), source=source)
+    assert len(source.asked["rows"][0]) == 1 + 20  # k + the margin (the top lexical are in it)
+    source = Recording(pumps.store)
+    pumps.search(SearchRequest("pump valve impeller", k=30), source=source)
+    assert len(source.asked["rows"][0]) == 41  # every chunk: k + k would be 60
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        SearchRequest("pump valve impeller", k=1, type="howto"),
+        SearchRequest("pump valve impeller", k=1, tags=("field",)),
+    ],
+    ids=["type", "tags"],
+)
+def test_a_filter_finds_its_match_however_far_down_the_fused_list(
+    pumps: Index, request_: SearchRequest
+) -> None:
+    assert files(pumps.search(request_)) == ["howto.md"]
+
+
+@pytest.mark.parametrize(
+    ("fusion", "summary"), [(Fusion.WEIGHTED, "weighted; "), (Fusion.RRF, "rrf; ")]
+)
+def test_the_fusion_stage_names_the_method(pumps: Index, fusion: Fusion, summary: str) -> None:
+    settings = dataclasses.replace(QUIET, fusion=fusion)
+    result = pumps.search(SearchRequest("pump valve", explain=True), settings)
+    assert stage(result, "fusion")["summary"].startswith(summary)
+
+
+def test_without_vectors_the_fallback_score_is_the_fused_score(index_of: Any) -> None:
+    lexical = index_of(PUMPS, None)
+    result = lexical.search(SearchRequest("pump valve", k=3, explain=True))
+    assert result.mode == "lexical"
+    assert stage(result, "fusion")["summary"] == "lexical fallback; 23 left"  # k + 20
+    for c in result.explain[-1]["candidates"]:
+        assert c["fused"] == c["final"] > 1.0  # no boost applies: fused is the fallback score
+
+
+# --- activation and the threshold -------------------------------------------------------------
+
+
+def test_the_activation_is_the_best_cosine_plus_the_weighted_coverage(pumps: Index) -> None:
+    result = pumps.search(SearchRequest("pump valve zebra", k=50, explain=True))
+    best_cosine = max(
+        c["vector_score"] for c in result.explain[-1]["candidates"] if c["vector_rank"] == 1
+    )
+    assert result.activation == pytest.approx(best_cosine + 0.2 * 2 / 3, abs=1e-3)
+
+
+def test_without_vectors_the_activation_is_the_term_coverage(index_of: Any) -> None:
+    result = index_of(PUMPS, None).search(SearchRequest("pump valve zebra"))
+    assert result.activation == pytest.approx(2 / 3)
+
+
+def test_a_query_that_activates_nothing_says_so_in_explain(pumps: Index) -> None:
+    floored = dataclasses.replace(QUIET, activation_floor=5.0, activation_model="*")
+    result = pumps.search(SearchRequest("pump valve zebra", explain=True), floored)
+    assert result.hits == () and result.mode == "empty"
+    summary = stage(result, "threshold")["summary"]
+    act = result.activation
+    assert act is not None
+    assert summary.startswith(f"nothing activated: activation {act:.3f} < floor 5.0 (top cosine ")
+    assert summary.endswith(", term coverage 0.67) — empty answer")
+
+
+def test_a_lexical_query_below_the_coverage_floor_says_so_in_explain(index_of: Any) -> None:
+    floored = dataclasses.replace(QUIET, lexical_coverage_floor=0.9)
+    result = index_of(PUMPS, None).search(SearchRequest("pump zebra", explain=True), floored)
+    assert result.hits == ()
+    assert stage(result, "threshold")["summary"] == (
+        "nothing activated: coverage 0.50 < floor 0.9 (top cosine n/a, cosine margin n/a, "
+        "term coverage 0.50) — empty answer"
+    )
+
+
+# --- the profile stage and the deadline -------------------------------------------------------
+
+TITLED = {
+    "a.md": "---\ntitle: Kiln firing\n---\n# Notes\n\nClay work and a kiln.\n",
+    "b.md": "# Kilns\n\nKiln firing clay work, again a kiln.\n",
+}
+
+
+def test_the_file_profile_stage_runs_only_before_the_deadline(index_of: Any) -> None:
+    index = index_of(TITLED, HashingEmbedder(64))
+    settings = dataclasses.replace(QUIET, profile_weight=0.9)
+    request = SearchRequest("kiln firing", explain=True)
+    in_time = index.search(request, settings, deadline_ms=60_000)
+    assert stage(in_time, "profile")["summary"].startswith("file profile weight 0.9")
+    late = index.search(request, settings, deadline_ms=0)
+    assert "profile" not in [r["stage"] for r in late.explain]
+    assert late.hits  # the answer is still given, without the stage
+
+
+# --- confidence and "not covered" -------------------------------------------------------------
+
+
+def model(answerable_bias: float) -> ConfidenceModel:
+    hit = Logistic(("position_rr",), (1.0,), 0.0, (0.0,), (1.0,))
+    answer = Logistic(("best_hit",), (0.0,), answerable_bias, (0.0,), (1.0,))
+    return ConfidenceModel(hit, answer, "*")
+
+
+CONFIDENT = dataclasses.replace(QUIET, confidence=True)
+
+
+def test_an_answer_judged_unlikely_is_withheld_with_a_note(pumps: Index) -> None:
+    result = pumps.search(SearchRequest("pump valve"), CONFIDENT, confidence=model(-10.0))
+    assert result.hits == () and result.covered is False
+    assert result.answerable == pytest.approx(0.0, abs=1e-4)
+    assert result.notes == (
+        "the pack does not appear to cover this question (answerable 0.00 < min_answerable "
+        "0.49) — pass include_low_confidence to see the hits anyway",
+    )
+
+
+def test_include_low_confidence_keeps_the_hits_with_their_confidence(pumps: Index) -> None:
+    request = SearchRequest("pump valve", k=2, include_low_confidence=True)
+    result = pumps.search(request, CONFIDENT, confidence=model(-10.0))
+    assert result.covered is False and len(result.hits) == 2
+    # the hit model: sigmoid(1 / position), rounded to four places
+    assert [h.confidence for h in result.hits] == [0.7311, 0.6225]
+
+
+def test_a_likely_answer_is_given_with_its_probability(pumps: Index) -> None:
+    result = pumps.search(SearchRequest("pump valve", explain=True), CONFIDENT, confidence=model(3))
+    assert result.covered is True and result.hits and result.notes == ()
+    assert result.answerable == pytest.approx(0.952574, abs=1e-6)
+    assert stage(result, "confidence")["summary"] == "answerable 0.953"
+
+
+def test_an_empty_answer_under_a_confidence_model_says_no_hit(pumps: Index) -> None:
+    floored = dataclasses.replace(CONFIDENT, activation_floor=5.0, activation_model="*")
+    result = pumps.search(SearchRequest("pump valve"), floored, confidence=model(3))
+    assert result.notes == ("the pack does not appear to cover this question (no hit)",)
+
+
+def test_confidence_needs_the_setting_on(pumps: Index) -> None:
+    result = pumps.search(SearchRequest("pump valve"), QUIET, confidence=model(-10.0))
+    assert result.hits and result.answerable is None
+    assert all(h.confidence is None for h in result.hits)
+
+
+# --- reconstruct ------------------------------------------------------------------------------
+
+
+def test_reconstruct_without_the_pack_folder_marks_hits_stale_and_says_why(pumps: Index) -> None:
+    result = pumps.search(SearchRequest("pump valve", k=1, reconstruct=True))
+    extra = result.hits[0].extra
+    assert extra["stale"] is True
+    assert extra["stale_note"] == "live file unavailable: the pack folder is not known"
+    assert "stale" not in pumps.search(SearchRequest("pump valve", k=1)).hits[0].extra
