@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ep_mcp.config import Fusion, RetrievalSettings
+from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.builder import build_index
 from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.index.store import Store
@@ -80,28 +81,41 @@ class Index:
         return engine.search(source or self.store, "p", request, settings, query, opts)
 
 
+def build(folder: Path, files: dict[str, str], embedder: HashingEmbedder | None) -> Index:
+    root = folder / "pack"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    store = Store(folder / "index.db", vector_engine="numpy")
+    build_index(load_pack(root), store, embedder, lambda t: len(t.split()))
+    return Index(root, store, embedder)
+
+
 @pytest.fixture
 def index_of(tmp_path: Path) -> Iterator[Any]:
-    stores: list[Store] = []
+    built: list[Index] = []
 
     def make(files: dict[str, str], embedder: HashingEmbedder | None = None) -> Index:
-        root = tmp_path / f"pack{len(stores)}"
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text, encoding="utf-8")
-        store = Store(tmp_path / f"i{len(stores)}.db", vector_engine="numpy")
-        stores.append(store)
-        build_index(load_pack(root), store, embedder, lambda t: len(t.split()))
-        return Index(root, store, embedder)
+        built.append(build(tmp_path / f"i{len(built)}", files, embedder))
+        return built[-1]
 
     yield make
-    for s in stores:
-        s.close()
+    for index in built:
+        index.store.close()
 
 
-@pytest.fixture
-def pumps(index_of: Any) -> Index:
-    return index_of(PUMPS, HashingEmbedder(64))  # type: ignore[no-any-return]
+@pytest.fixture(scope="module")
+def pumps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
+    index = build(tmp_path_factory.mktemp("pumps"), PUMPS, HashingEmbedder(64))
+    yield index
+    index.store.close()
+
+
+@pytest.fixture(scope="module")
+def lexical_pumps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
+    index = build(tmp_path_factory.mktemp("lexical"), PUMPS, None)
+    yield index
+    index.store.close()
 
 
 def files(result: SearchResult) -> list[str]:
@@ -191,9 +205,8 @@ def test_the_fusion_stage_names_the_method(pumps: Index, fusion: Fusion, summary
     assert stage(result, "fusion")["summary"].startswith(summary)
 
 
-def test_without_vectors_the_fallback_score_is_the_fused_score(index_of: Any) -> None:
-    lexical = index_of(PUMPS, None)
-    result = lexical.search(SearchRequest("pump valve", k=3, explain=True))
+def test_without_vectors_the_fallback_score_is_the_fused_score(lexical_pumps: Index) -> None:
+    result = lexical_pumps.search(SearchRequest("pump valve", k=3, explain=True))
     assert result.mode == "lexical"
     assert stage(result, "fusion")["summary"] == "lexical fallback; 23 left"  # k + 20
     for c in result.explain[-1]["candidates"]:
@@ -211,8 +224,8 @@ def test_the_activation_is_the_best_cosine_plus_the_weighted_coverage(pumps: Ind
     assert result.activation == pytest.approx(best_cosine + 0.2 * 2 / 3, abs=1e-3)
 
 
-def test_without_vectors_the_activation_is_the_term_coverage(index_of: Any) -> None:
-    result = index_of(PUMPS, None).search(SearchRequest("pump valve zebra"))
+def test_without_vectors_the_activation_is_the_term_coverage(lexical_pumps: Index) -> None:
+    result = lexical_pumps.search(SearchRequest("pump valve zebra"))
     assert result.activation == pytest.approx(2 / 3)
 
 
@@ -227,9 +240,11 @@ def test_a_query_that_activates_nothing_says_so_in_explain(pumps: Index) -> None
     assert summary.endswith(", term coverage 0.67) — empty answer")
 
 
-def test_a_lexical_query_below_the_coverage_floor_says_so_in_explain(index_of: Any) -> None:
+def test_a_lexical_query_below_the_coverage_floor_says_so_in_explain(
+    lexical_pumps: Index,
+) -> None:
     floored = dataclasses.replace(QUIET, lexical_coverage_floor=0.9)
-    result = index_of(PUMPS, None).search(SearchRequest("pump zebra", explain=True), floored)
+    result = lexical_pumps.search(SearchRequest("pump zebra", explain=True), floored)
     assert result.hits == ()
     assert stage(result, "threshold")["summary"] == (
         "nothing activated: coverage 0.50 < floor 0.9 (top cosine n/a, cosine margin n/a, "
@@ -241,7 +256,9 @@ def test_a_lexical_query_below_the_coverage_floor_says_so_in_explain(index_of: A
 
 TITLED = {
     "a.md": "---\ntitle: Kiln firing\n---\n# Notes\n\nClay work and a kiln.\n",
-    "b.md": "# Kilns\n\nKiln firing clay work, again a kiln.\n",
+    "b.md": "# Kilns\n\nKiln firing clay work, again a kiln firing.\n",
+    "c.md": "# Shelf\n\nA kiln shelf.\n",
+    "d.md": "# Glaze\n\nGlaze recipes.\n",
 }
 
 
@@ -314,3 +331,85 @@ def test_reconstruct_without_the_pack_folder_marks_hits_stale_and_says_why(pumps
     assert extra["stale"] is True
     assert extra["stale_note"] == "live file unavailable: the pack folder is not known"
     assert "stale" not in pumps.search(SearchRequest("pump valve", k=1)).hits[0].extra
+
+
+def test_a_file_about_the_question_is_lifted_by_its_profile(index_of: Any) -> None:
+    index = index_of(TITLED, HashingEmbedder(64))
+    request = SearchRequest("kiln firing", explain=True)
+    assert files(index.search(request))[0] == "b.md"  # more of the words, no profile stage
+    on = dataclasses.replace(QUIET, profile_weight=0.9)
+    result = index.search(request, on)
+    assert files(result)[0] == "a.md"
+    final = {c["candidate"].split("#")[0]: c for c in result.explain[-1]["candidates"]}
+    (why,) = [w for w in final["a.md"]["why"] if w.startswith("file profile:")]
+    bonus = final["a.md"]["final"] - final["a.md"]["fused"]
+    assert why == f"file profile: cosine 1.000 +{bonus:.4f}"
+    assert not [w for w in final["b.md"]["why"] if w.startswith("file profile:")]  # no title
+
+
+def test_the_profile_embedder_given_is_used_for_the_profiles(index_of: Any) -> None:
+    index = index_of(TITLED, HashingEmbedder(64))
+    embedder = HashingEmbedder(64)
+    asked: list[str] = []
+
+    def embed_profile(text: str) -> Any:
+        asked.append(text)
+        return embedder.embed_query(text)
+
+    on = dataclasses.replace(QUIET, profile_weight=0.9)
+    result = index.search(SearchRequest("kiln firing"), on, embed_profile=embed_profile)
+    assert asked == ["Kiln firing"]
+    assert files(result)[0] == "a.md"
+
+
+def test_profiles_that_cannot_be_embedded_leave_the_order_alone(
+    index_of: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    index = index_of(TITLED, HashingEmbedder(64))
+
+    def failing(text: str) -> Any:
+        raise EmbeddingError("provider down")
+
+    on = dataclasses.replace(QUIET, profile_weight=0.9)
+    request = SearchRequest("kiln firing", explain=True)
+    result = index.search(request, on, embed_profile=failing)
+    assert files(result)[0] == "b.md"
+    assert stage(result, "profile")["summary"].startswith("file profile weight 0.9")
+    assert "file profiles not embedded (provider down) — stage skipped" in caplog.text
+
+
+# --- boosts -----------------------------------------------------------------------------------
+
+HINTED = {  # a.md and b.md say the same: only a hint tells them apart
+    "a.md": "# Pump\n\nPump valve impeller priming notes.\n",
+    "b.md": "---\ntype: howto\ntags: [field, shop]\n---\n# Pump\n\n"
+    "Pump valve impeller priming notes.\n",
+    "c.md": "# Seal\n\nA pump seal.\n",
+    "d.md": "# Glaze\n\nGlaze recipes.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("hint", "note"),
+    [
+        ({"type_hint": "howto"}, "boosts: type hint +0.05"),
+        ({"tag_hints": ("field", "shop")}, "boosts: 2 tag hint(s) +0.06"),
+    ],
+)
+def test_a_hint_lifts_its_match_by_a_share_of_the_best_score(
+    index_of: Any, hint: dict[str, Any], note: str
+) -> None:
+    index = index_of(HINTED, HashingEmbedder(64))
+    plain = index.search(SearchRequest("pump valve impeller priming", explain=True))
+    assert files(plain)[:2] == ["a.md", "b.md"]
+    result = index.search(SearchRequest("pump valve impeller priming", explain=True, **hint))
+    assert files(result)[:2] == ["b.md", "a.md"]
+    final = {c["candidate"].split("#")[0]: c for c in result.explain[-1]["candidates"]}
+    boost = float(note.rsplit("+", 1)[1])
+    assert final["b.md"]["why"] == [note]
+    assert final["b.md"]["final"] == pytest.approx(
+        final["b.md"]["fused"] + boost * final["a.md"]["fused"], abs=1e-5
+    )
+    assert stage(result, "boosts")["summary"] == (
+        "type/tag hints, always tier, length and freshness penalties; 4 left"
+    )
