@@ -413,3 +413,109 @@ def test_a_hint_lifts_its_match_by_a_share_of_the_best_score(
     assert stage(result, "boosts")["summary"] == (
         "type/tag hints, always tier, length and freshness penalties; 4 left"
     )
+
+
+# --- rerank, diversity and the graph, as explain shows them -----------------------------------
+
+
+class NoteReranker:
+    """A fake cross-encoder: the passage naming ``note 7`` is the relevant one."""
+
+    name = "fake/note7"
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, int]] = []
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        self.asked.append((query, len(passages)))
+        return [1.0 if "note 7." in p else 0.0 for p in passages]
+
+
+def test_the_reranker_reorders_the_pool_by_the_chunks_text(pumps: Index) -> None:
+    plain = files(pumps.search(SearchRequest("pump valve", k=3)))
+    assert plain[0] != "pump07.md"
+    reranker = NoteReranker()
+    request = SearchRequest("pump valve", k=3, explain=True)
+    result = pumps.search(request, reranker=reranker, rerank_pool=30)
+    assert files(result)[0] == "pump07.md"
+    assert reranker.asked == [("pump valve", 23)]  # the head read: k + 20
+    assert stage(result, "rerank")["summary"] == "fake/note7 over the top 30; 23 left"
+
+
+def test_the_reranker_only_reorders_its_pool(pumps: Index) -> None:
+    plain = files(pumps.search(SearchRequest("pump valve", k=3)))
+    reranker = NoteReranker()
+    result = pumps.search(SearchRequest("pump valve", k=3), reranker=reranker, rerank_pool=2)
+    assert reranker.asked == [("pump valve", 2)]
+    assert "pump07.md" not in files(result)[:2]
+    assert set(files(result)[:2]) == set(plain[:2])
+
+
+@pytest.mark.parametrize(
+    ("retrieval", "summary"),
+    [
+        ({}, "MMR off, ≤2 chunks per file; 3 left"),
+        ({"mmr": True, "mmr_lambda": 0.5}, "λ 0.5, ≤2 chunks per file; 3 left"),
+        ({"mmr": True, "mmr_lambda": 1.0}, "MMR off, ≤2 chunks per file; 3 left"),
+        ({"mmr": False, "mmr_lambda": 0.5}, "MMR off, ≤2 chunks per file; 3 left"),
+        (
+            {"graph_expansion": True, "graph_reserved_slots": 2},
+            "MMR off, ≤2 chunks per file; 5 left",
+        ),
+        ({"max_chunks_per_file": 1}, "MMR off, ≤1 chunks per file; 3 left"),
+    ],
+)
+def test_the_diversity_stage_says_what_it_did(
+    pumps: Index, retrieval: dict[str, Any], summary: str
+) -> None:
+    settings = dataclasses.replace(QUIET, **retrieval)
+    result = pumps.search(SearchRequest("pump valve", k=3, explain=True), settings)
+    assert stage(result, "mmr")["summary"] == summary
+
+
+LINKED = {
+    "panels.md": "# Panels\n\nSolar panels tilt orientation yield.\nSee [[inverter]].\n",
+    "inverter.md": "# Inverters\n\nThe inverter turns DC into AC.\n",
+    "battery.md": "# Battery\n\nA battery bank.\n",
+}
+
+
+def test_the_graph_stage_names_its_depth_and_decay(index_of: Any) -> None:
+    index = index_of(LINKED, HashingEmbedder(64))
+    settings = dataclasses.replace(
+        QUIET, graph_expansion=True, graph_reserved_slots=1, graph_min_score=0.0
+    )
+    result = index.search(SearchRequest("solar panels tilt", k=2, explain=True), settings)
+    assert [(h.source_file, h.graph_expanded) for h in result.hits] == [
+        ("panels.md", False),
+        ("inverter.md", True),
+    ]
+    assert stage(result, "graph")["summary"] == "depth 1, decay 0.85; 2 left"
+    off = index.search(SearchRequest("solar panels tilt", k=2, explain=True))
+    assert "graph" not in [r["stage"] for r in off.explain]
+
+
+def test_with_a_callers_vector_a_neighbour_outside_the_pool_counts_as_half_related(
+    index_of: Any,
+) -> None:
+    embedder = HashingEmbedder(64)
+    crowd = {f"solar{i:02}.md": f"# Solar {i}\n\nSolar note {i}.\n" for i in range(55)}
+    index = index_of({**LINKED, **crowd}, embedder)  # inverter.md: not in the top 50 cosines
+    settings = dataclasses.replace(
+        QUIET, graph_expansion=True, graph_reserved_slots=1, graph_min_score=0.0
+    )
+    vector = tuple(float(x) for x in embedder.embed_query("solar panels tilt"))
+    request = SearchRequest("solar panels tilt", k=2, vector=vector, explain=True)
+    final = {
+        c["candidate"].split("#")[0]: c
+        for c in index.search(request, settings).explain[-1]["candidates"]
+    }
+    (why,) = final["inverter.md"]["why"]
+    assert why == "graph: 1 hop(s) from panels.md, similarity 0.500 x decay 0.850"
+    request = SearchRequest("solar panels tilt", k=2, explain=True)  # embedded here: asked
+    final = {
+        c["candidate"].split("#")[0]: c
+        for c in index.search(request, settings).explain[-1]["candidates"]
+    }
+    (why,) = final["inverter.md"]["why"]
+    assert why == "graph: 1 hop(s) from panels.md, similarity 0.000 x decay 0.850"
