@@ -1,9 +1,11 @@
+import datetime as dt
+
 import pytest
 
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.retrieval.boosts import apply_boosts, apply_filters
 from ep_mcp.retrieval.candidates import Candidate
-from ep_mcp.retrieval.settings import boost_settings
+from ep_mcp.retrieval.settings import boost_settings, today_of
 
 
 def cand(i: int, score: float, **kw: object) -> Candidate:
@@ -102,3 +104,8 @@ def test_a_tag_filter_keeps_candidates_with_any_of_the_tags() -> None:
     cands = [cand(1, 1, tags=("a", "b")), cand(2, 1, tags=()), cand(3, 1, tags=("c",))]
     assert [c.chunk_id for c in apply_filters(cands, "", ["b", "c"])] == [1, 3]
     assert apply_filters(cands, None, []) == cands
+
+
+def test_freshness_is_judged_on_the_pinned_day_else_on_the_clock() -> None:
+    assert today_of(RetrievalSettings(today="2026-06-01")) == dt.date(2026, 6, 1)
+    assert today_of(RetrievalSettings(today=None)) == dt.date.today()
