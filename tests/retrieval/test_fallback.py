@@ -78,3 +78,16 @@ def test_a_chunk_without_text_scores_on_bm25_alone() -> None:
     cands = [Candidate(1, "a.md", lexical_score=3.0), Candidate(2, "b.md", lexical_score=1.0)]
     out = score_lexically(["a"], cands, {}, ONLY["coverage"])
     assert [(c.chunk_id, c.score) for c in out] == [(1, 1.0), (2, 0.0)]
+
+
+def test_a_chunk_without_text_has_no_length_signal() -> None:
+    cands = [Candidate(1, "a.md", lexical_score=3.0), Candidate(2, "b.md", lexical_score=1.0)]
+    out = score_lexically(["a"], cands, {1: "x" * 500}, ONLY["length"])
+    assert [(c.chunk_id, c.score) for c in out] == [(1, 1.5), (2, 0.0)]
+
+
+def test_a_candidate_without_a_bm25_score_counts_as_the_lowest() -> None:
+    cands = [Candidate(1, "a.md", lexical_score=None), Candidate(2, "b.md", lexical_score=2.0)]
+    cands.append(Candidate(3, "c.md", lexical_score=4.0))
+    out = score_lexically(["zzz"], cands, {}, ONLY["coverage"])
+    assert [(c.chunk_id, c.score) for c in out] == [(3, 1.0), (2, 0.5), (1, 0.0)]

@@ -20,7 +20,13 @@ TEXT = RAW[SPAN[0] : SPAN[1]].decode()
 SPAN_HASH = hashlib.sha256(TEXT.encode()).hexdigest()
 
 
-def stored(path: str = "concepts/battery.md", doc_id: str | None = "solar/battery", **info: Any):  # type: ignore[no-untyped-def]
+def stored(  # type: ignore[no-untyped-def]
+    path: str = "concepts/battery.md",
+    doc_id: str | None = "solar/battery",
+    section: str | None = None,
+    span_hash: str = SPAN_HASH,
+    **info: Any,
+):
     file = FileRecord(
         path=path,
         file_hash="f",
@@ -40,8 +46,8 @@ def stored(path: str = "concepts/battery.md", doc_id: str | None = "solar/batter
         byte_range=SPAN,
         text=TEXT,
         context_prefix="",
-        span_hash=SPAN_HASH,
-        section=None,
+        span_hash=span_hash,
+        section=section,
         tokens=9,
     )
     return StoredChunk(id=42, chunk=chunk, file=file)
@@ -80,7 +86,7 @@ def test_a_file_is_always_on_by_its_frontmatter_or_the_manifest() -> None:
 
 
 def test_a_hit_is_the_chunk_with_its_rounded_score_and_freshness() -> None:
-    sc = stored(verified_at="2026-05-02", refresh="P30D", expires_at="2026-07-01")
+    sc = stored(verified_at="2026-05-02", refresh="P7D", expires_at="2026-07-01")
     c = Candidate(42, sc.file.path, score=0.123456789)
     hit = hit_of(sc, c, PackView(), TODAY, None)
     assert hit.to_dict() == {
@@ -99,7 +105,7 @@ def test_a_hit_is_the_chunk_with_its_rounded_score_and_freshness() -> None:
         "graph_expanded": False,
         "requires_expanded": False,
         "verified_age_days": 30,
-        "age_stale": False,
+        "age_stale": True,  # 30 days > the file's refresh P7D
         "expired": False,
         "expires_at": "2026-07-01",
     }
@@ -197,3 +203,14 @@ def test_a_result_as_json_adds_answerable_notes_and_explain_when_there_are_some(
     assert (data["answerable"], data["covered"]) == (0.1235, False)
     assert data["notes"] == ["the pack does not appear to cover this question (no hit)"]
     assert data["explain"] == [{"stage": "final", "summary": "0 results", "candidates": []}]
+
+
+def test_a_reconstructed_hit_names_the_sidecar_section_and_the_stored_span_hash() -> None:
+    stored_hash = "ab" * 32  # what the index recorded for the span
+    sc = stored(section="Bank sizing", span_hash=stored_hash)
+    extra = hit_of(
+        sc, Candidate(42, sc.file.path), PackView(), TODAY, lambda p, n: (RAW, None)
+    ).extra
+    assert extra["fragment_id"] == f"solar/battery#bank-sizing:{stored_hash[:12]}"
+    assert extra["span_content_hash"] == f"sha256:{stored_hash}"
+    assert extra["stale"] is True  # the live bytes do not hash to what was recorded

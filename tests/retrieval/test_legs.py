@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
@@ -56,9 +57,9 @@ class FakeSource:
 
 
 class Embedder:
-    def __init__(self, error: EmbeddingError | None = None, cached: bool = False) -> None:
+    def __init__(self, error: EmbeddingError | None = None, cached: tuple[str, ...] = ()) -> None:
         self.error = error
-        self.cached = cached
+        self.cached = cached  # the texts whose embedding is already paid for
         self.asked: list[str] = []
 
     def embed_query(self, text: str) -> Any:
@@ -68,7 +69,7 @@ class Embedder:
         return QVEC
 
     def is_cached(self, text: str) -> bool:
-        return self.cached
+        return text in self.cached
 
 
 @pytest.fixture
@@ -126,18 +127,28 @@ def test_no_query_vector_is_kept_when_the_dense_leg_found_nothing() -> None:
     assert legs.query_vector is None
 
 
-def test_a_failed_embedding_answers_lexically_and_says_why() -> None:
+def test_a_failed_embedding_answers_lexically_and_says_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     embedder = Embedder(error=EmbeddingError("HTTP 500 from the provider"))
-    legs = run_legs(FakeSource(), SearchRequest("x"), SETTINGS, embedder, 10)  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger="ep_mcp.retrieval.legs"):
+        legs = run_legs(FakeSource(), SearchRequest("x"), SETTINGS, embedder, 10)  # type: ignore[arg-type]
     assert legs.lexical == [(1, 3.0)] and legs.dense == []
     assert legs.notes == ("embedding failed, answered lexically: HTTP 500 from the provider",)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "query embedding failed (HTTP 500 from the provider) — lexical only")
+    ]
 
 
-def test_an_open_circuit_says_what_the_breaker_says() -> None:
+def test_an_open_circuit_says_what_the_breaker_says(caplog: pytest.LogCaptureFixture) -> None:
     why = "the embedding provider failed 3 times — lexical answers for 30 s"
     embedder = Embedder(error=ProviderUnavailableError(why))
-    legs = run_legs(FakeSource(), SearchRequest("x"), SETTINGS, embedder, 10)  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger="ep_mcp.retrieval.legs"):
+        legs = run_legs(FakeSource(), SearchRequest("x"), SETTINGS, embedder, 10)  # type: ignore[arg-type]
     assert legs.notes == (why,)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", f"query embedding skipped: {why}")
+    ]
 
 
 def test_with_threads_and_no_deadline_the_lexical_leg_runs_beside_the_embedding(
@@ -159,10 +170,13 @@ def test_with_threads_a_failed_embedding_still_waits_for_the_lexical_leg(
 
 
 def test_a_cached_query_embedding_runs_on_the_callers_thread(executors: LegExecutors) -> None:
-    source, embedder = FakeSource(), Embedder(cached=True)
-    legs = run_legs(source, SearchRequest("x"), SETTINGS, embedder, 10, 1e12, executors)  # type: ignore[arg-type]
+    source, embedder = FakeSource(), Embedder(cached=("x",))
+    legs = run_legs(source, SearchRequest("x"), SETTINGS, embedder, 10, None, executors)  # type: ignore[arg-type]
     assert source.lexical_thread == threading.current_thread().name
     assert legs.dense == [(2, 0.9)]
+    other = FakeSource()
+    run_legs(other, SearchRequest("y"), SETTINGS, embedder, 10, None, executors)  # type: ignore[arg-type]
+    assert other.lexical_thread.startswith("ep-lexical")  # "y" is not cached
 
 
 def test_with_a_deadline_an_embedding_error_answers_lexically_and_says_why(
@@ -182,7 +196,7 @@ def test_with_a_deadline_in_time_the_answer_is_hybrid(executors: LegExecutors) -
 
 
 def test_an_uncached_embedding_is_always_computed() -> None:
-    embedder = Embedder(cached=True)
+    embedder = Embedder(cached=("x",))
     query = Uncached(embedder)  # type: ignore[arg-type]
     assert not query.is_cached("x")
     assert query.embed_query("x") is QVEC and embedder.asked == ["x"]
@@ -220,3 +234,29 @@ def test_closing_returns_at_once_and_cancels_what_has_not_started(pool: str, wor
     finally:
         release.set()
         safety.cancel()
+
+
+def test_a_missed_deadline_is_logged_with_its_budget(
+    executors: LegExecutors, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = threading.Event()
+
+    class Slow(Embedder):
+        def embed_query(self, text: str) -> Any:
+            release.wait(timeout=10)
+            return QVEC
+
+    settings = RetrievalSettings(query_deadline_ms=40)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ep_mcp.retrieval.legs"):
+            legs = run_legs(FakeSource(), SearchRequest("x"), settings, Slow(), 10, 0.0, executors)  # type: ignore[arg-type]
+    finally:
+        release.set()
+    assert legs.dense == []
+    assert legs.notes == (
+        "the embedding provider did not answer within 40 ms (retrieval.query_deadline_ms) "
+        "— answered lexically",
+    )
+    assert [r.getMessage() for r in caplog.records] == [
+        "query embedding missed the 40 ms deadline — lexical only"
+    ]

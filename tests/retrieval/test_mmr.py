@@ -89,10 +89,17 @@ def test_a_candidate_without_a_vector_is_never_penalised() -> None:
     assert [c.chunk_id for c in mmr_select(cands, vecs, lam=0.5, k=3)] == [1, 2, 3]
 
 
-def test_a_pick_without_a_vector_penalises_nobody() -> None:
-    cands = [Candidate(1, "a.md", 1.0), Candidate(2, "b.md", 0.8), Candidate(3, "c.md", 0.0)]
-    vecs = {2: unit(1, 0), 3: unit(1, 0)}  # the first pick has no vector
-    assert [c.chunk_id for c in mmr_select(cands, vecs, lam=0.5, k=3)] == [1, 2, 3]
+def test_after_a_pick_without_a_vector_near_duplicates_are_still_told_apart() -> None:
+    scores = {1: 1.0, 2: 0.9, 3: 0.85, 4: 0.8}
+    cands = [Candidate(i, f"{i}.md", s) for i, s in scores.items()]
+    vecs = {2: unit(1, 0), 3: unit(1, 0), 4: unit(0, 1)}  # the first pick has no vector
+    assert [c.chunk_id for c in mmr_select(cands, vecs, lam=0.5, k=3)] == [1, 2, 4]
+
+
+def test_mmr_caps_nothing_by_default_and_reorders_by_relevance() -> None:
+    cands = [Candidate(1, "a.md", 0.5), Candidate(2, "a.md", 1.0)]
+    vecs = {1: unit(1, 0), 2: unit(0, 1)}
+    assert [c.chunk_id for c in mmr_select(cands, vecs, lam=0.5, k=2)] == [2, 1]
 
 
 def test_without_any_vector_mmr_keeps_the_relevance_order() -> None:

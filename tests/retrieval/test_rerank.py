@@ -141,3 +141,14 @@ def test_the_cross_encoder_reads_512_characters_of_a_passage_by_default(
     fake_extra: type[FakeCrossEncoder],
 ) -> None:
     assert CrossEncoderReranker("acme/ms-marco").score("q", ["x" * 600]) == [512.0]
+
+
+class ShortReranker(LengthReranker):
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        return super().score(query, passages)[:-1]
+
+
+def test_a_reranker_that_scores_fewer_passages_than_given_is_an_error() -> None:
+    cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3)]
+    with pytest.raises(ValueError):
+        rerank("q", cands, lambda c: TEXTS[c.chunk_id], ShortReranker(), pool=3)
