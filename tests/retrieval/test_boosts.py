@@ -109,3 +109,9 @@ def test_a_tag_filter_keeps_candidates_with_any_of_the_tags() -> None:
 def test_freshness_is_judged_on_the_pinned_day_else_on_the_clock() -> None:
     assert today_of(RetrievalSettings(today="2026-06-01")) == dt.date(2026, 6, 1)
     assert today_of(RetrievalSettings(today=None)) == dt.date.today()
+
+
+def test_the_freshness_penalty_spares_a_fresh_chunk() -> None:
+    fresh = cand(1, 1.0, age_stale=False)
+    settings = boost_settings(RetrievalSettings(freshness_penalty=0.2))
+    assert apply_boosts([fresh], settings)[0] == fresh

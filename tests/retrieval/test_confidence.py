@@ -94,6 +94,7 @@ def test_idf_is_smoothed_and_an_unknown_term_counts_as_rarest() -> None:
 def test_idf_coverage_of_nothing_to_cover_is_zero() -> None:
     assert idf_coverage({}, "anything") == 0.0
     assert idf_coverage({"pump": 0.0}, "pump") == 0.0
+    assert idf_coverage({"pump": 0.5, "seal": 0.25}, "a pump") == pytest.approx(2 / 3)
 
 
 def test_the_sigmoid_is_stable_and_symmetric_at_both_ends() -> None:
@@ -184,15 +185,15 @@ def test_the_query_features_without_hits_or_a_dense_leg() -> None:
 
 
 def test_assess_feeds_the_best_hit_and_the_first_five_texts_to_the_answer_model() -> None:
-    hits = [_hit(i, 0.7 - i / 100, "filler") for i in range(1, 7)]
-    hits.append(_hit(7, 0.1, "zigbee"))  # the only text with the rare term, but sixth and later
+    hits = [_hit(i, 0.7 - i / 100, "filler") for i in range(1, 6)]
+    hits += [_hit(6, 0.1, "zigbee"), _hit(7, 0.1, "zigbee")]  # the rare term, sixth and later
     hit_model = Logistic(("position_rr",), (2.0,), -1.0, (0.0,), (1.0,))
     answer_model = Logistic(("best_hit", "rare_missing"), (1.0, 1.0), 0.0, (0.0, 0.0), (1.0, 1.0))
     judged = assess(hits, EVIDENCE, {"zigbee": 1.0}, ConfidenceModel(hit_model, answer_model, "*"))
     assert judged.confidences[0] == pytest.approx(sigmoid(1.0))  # -1 + 2 x 1/1
     assert judged.confidences[1] == pytest.approx(sigmoid(0.0))  # -1 + 2 x 1/2
     assert judged.query_features["best_hit"] == pytest.approx(1.0)
-    assert judged.query_features["rare_missing"] == 1.0  # hit 7's text is not read
+    assert judged.query_features["rare_missing"] == 1.0  # hits 6 and 7 are not read
     assert judged.answerable == pytest.approx(sigmoid(2.0))
     assert len(judged.hit_features) == 7
     assert judged.hit_features[0]["relative_score"] == 1.0  # best score: hit 1 (1/1)
@@ -211,7 +212,7 @@ def test_a_data_file_without_means_or_scales_leaves_the_features_as_they_are() -
 
 
 def test_the_data_file_form_rounds_to_six_places() -> None:
-    lg = Logistic(("a",), (0.12345678,), 0.98765432, (1.23456789,), (2.00000049,))
+    lg = Logistic(("a",), (0.12345678,), 0.98765432, (1.23456789,), (1.50000049,))
     form = model_to_dict(ConfidenceModel(lg, lg, "local/", "golden dev"))
     assert form == {
         "calibrated_for": "local/",
@@ -221,7 +222,7 @@ def test_the_data_file_form_rounds_to_six_places() -> None:
             "weights": [0.123457],
             "bias": 0.987654,
             "mean": [1.234568],
-            "scale": [2.0],
+            "scale": [1.5],
         },
         "answerable": form["hit"],
     }
@@ -252,11 +253,31 @@ def test_an_unreadable_model_file_warns_and_means_no_confidence(
     path.write_text(text, encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="ep_mcp.retrieval.confidence_file"):
         assert load_model(path) is None
-    assert f"confidence model {path} unreadable" in caplog.text
-    assert caplog.text.rstrip().endswith("— no confidence")
+    (record,) = caplog.records
+    assert record.getMessage().startswith(f"confidence model {path} unreadable (")
+    assert record.getMessage().endswith(") — no confidence")
+    assert "(None)" not in record.getMessage()  # the reason is named
 
 
 def test_the_packaged_model_is_read_from_the_package_data() -> None:
     assert packaged_path().name == "confidence.json"
     assert packaged_path().parent.name == "data"
     assert load_model(packaged_path()) == packaged_model()
+
+
+def test_a_rare_term_in_one_of_the_first_five_hits_is_not_missing() -> None:
+    hits = [_hit(1, 0.7, "filler"), _hit(2, 0.6, "zigbee pairing")]
+    judged = assess(hits, EVIDENCE, {"zigbee": 1.0}, _model(0.5))
+    assert judged.query_features["rare_missing"] == 0.0
+
+
+def test_a_dense_leg_of_zero_cosines_gives_a_zero_gap() -> None:
+    c = Candidate(1, "a.md", score=1.0, vector_rank=1, vector_score=0.0)
+    evidence = Evidence(top_cosine=0.0, cosine_margin=None, coverage=0.0, terms=1)
+    assert hit_features(HitView(c, "", ""), 1, 1.0, evidence, {})["cosine_gap"] == 0.0
+
+
+def test_a_saved_model_is_indented_for_readable_diffs(tmp_path: Path) -> None:
+    path = tmp_path / "confidence.json"
+    save_model(_model(0.5), path)
+    assert path.read_text(encoding="utf-8").startswith('{\n  "calibrated_for": "local/",\n')

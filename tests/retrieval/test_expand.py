@@ -201,3 +201,11 @@ def test_a_required_file_that_is_not_indexed_is_skipped() -> None:
 def test_nothing_is_required_without_requires_or_hits() -> None:
     assert expand_requires_of(FakeSource(), TOP, settings(), PackView()) == []  # type: ignore[arg-type]
     assert expand_requires_of(FakeSource(), [], settings(), REQUIRES) == []  # type: ignore[arg-type]
+
+
+def test_a_neighbour_that_is_not_indexed_or_too_weak_does_not_stop_the_others() -> None:
+    view = PackView(adjacency={"a.md": ("e.md", "c.md", "b.md")})  # e.md is not indexed
+    dense = [(20, 0.8), (30, 0.1)]
+    strict = settings(graph_min_score=0.2)  # c.md: 0.1 x 0.5 is too weak
+    out = expand_graph(FakeSource(), TOP, TOP, 5, strict, view, dense, caller_vector=False)  # type: ignore[arg-type]
+    assert [c.path for c in out if c.origin == "graph"] == ["b.md"]

@@ -63,6 +63,7 @@ def test_k_cuts_the_merged_ranking_and_requires_hits_follow_their_placed_pack() 
     b = answer("b", 0.3, hit("b1.md", 1.0), hit("bneed.md", 0.0, requires=True))
     merged = merge_results("q", [a, b], k=2)
     assert [m.hit.source_file for m in merged.hits] == ["a1.md", "a2.md", "need.md"]
+    assert [m.pack for m in merged.hits] == ["a", "a", "a"]
 
 
 def test_a_close_second_pack_interleaves() -> None:
@@ -143,7 +144,8 @@ def test_the_merged_answer_names_each_packs_notes_and_modes() -> None:
         "results": [h.to_dict() for h in merged.hits],
         "notes": ["a: slow", "c: not covered"],
     }
-    assert "notes" not in merge_results("q", [b], k=5).to_dict()
+    untimed = merge_results("q", [b], k=5).to_dict()
+    assert "notes" not in untimed and untimed["took_ms"] == 0.0
 
 
 def test_a_merged_hit_keeps_the_packs_score_and_rounds_the_merged_one() -> None:

@@ -4,6 +4,7 @@ notes users read, and what the options change. The hashing embedder; MMR and gra
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from ep_mcp.config import Fusion, RetrievalSettings
-from ep_mcp.errors import EmbeddingError
+from ep_mcp.errors import EmbeddingError, QueryError
 from ep_mcp.index.builder import build_index
 from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.index.store import Store
@@ -519,3 +520,132 @@ def test_with_a_callers_vector_a_neighbour_outside_the_pool_counts_as_half_relat
     }
     (why,) = final["inverter.md"]["why"]
     assert why == "graph: 1 hop(s) from panels.md, similarity 0.000 x decay 0.850"
+
+
+# --- more of what users read ------------------------------------------------------------------
+
+
+def test_an_empty_query_is_refused_with_the_advice_users_read(pumps: Index) -> None:
+    with pytest.raises(QueryError) as caught:
+        pumps.search(SearchRequest("  "))
+    assert str(caught.value) == "the query is empty — pass some words to search for"
+
+
+def test_the_result_names_the_query_the_pack_and_the_assessment(pumps: Index) -> None:
+    result = pumps.search(SearchRequest("pump valve"), CONFIDENT, confidence=model(3))
+    assert (result.query, result.pack) == ("pump valve", "p")
+    assert result.assessment is not None
+    assert result.assessment.answerable == result.answerable
+
+
+def test_an_answer_exactly_at_min_answerable_is_covered(pumps: Index) -> None:
+    at = dataclasses.replace(CONFIDENT, min_answerable=0.5)
+    result = pumps.search(SearchRequest("pump valve"), at, confidence=model(0.0))  # sigmoid(0)
+    assert result.answerable == 0.5 and result.covered is True and result.hits
+
+
+@pytest.mark.parametrize(("fitted_for", "judged"), [("fake/hashing", True), ("other/", False)])
+def test_a_confidence_model_applies_only_to_the_index_embedder(
+    pumps: Index, fitted_for: str, judged: bool
+) -> None:
+    fitted = dataclasses.replace(model(3), calibrated_for=fitted_for)
+    result = pumps.search(SearchRequest("pump valve"), CONFIDENT, confidence=fitted)
+    assert (result.answerable is not None) is judged
+
+
+def test_the_hit_confidence_weighs_the_rare_terms_each_hit_holds(pumps: Index) -> None:
+    hit = Logistic(("idf_coverage",), (4.0,), -2.0, (0.0,), (1.0,))
+    fitted = ConfidenceModel(hit, model(3).answerable, "*")
+    result = pumps.search(SearchRequest("impeller priming", k=1), CONFIDENT, confidence=fitted)
+    assert result.hits[0].confidence == pytest.approx(0.8808, abs=1e-4)  # sigmoid(-2 + 4 x 1)
+
+
+@pytest.mark.parametrize("fusion", [Fusion.WEIGHTED, Fusion.RRF])
+def test_a_hint_boost_is_a_share_of_the_fusions_own_scale(index_of: Any, fusion: Fusion) -> None:
+    index = index_of(HINTED, HashingEmbedder(64))
+    settings = dataclasses.replace(QUIET, fusion=fusion)
+    request = SearchRequest("pump valve impeller priming", explain=True, type_hint="howto")
+    final = {
+        c["candidate"].split("#")[0]: c
+        for c in index.search(request, settings).explain[-1]["candidates"]
+    }
+    scale = final["a.md"]["fused"]  # the best fused score
+    assert final["b.md"]["final"] == pytest.approx(final["b.md"]["fused"] + 0.05 * scale, abs=1e-6)
+
+
+def test_the_threshold_stage_describes_the_evidence(pumps: Index) -> None:
+    result = pumps.search(SearchRequest("pump valve", k=3, explain=True))
+    summary = stage(result, "threshold")["summary"]
+    assert summary.startswith("top cosine ") and summary.endswith("; dropped 0; 23 left")
+
+
+def test_the_requires_stage_shows_what_was_appended(index_of: Any) -> None:
+    index = index_of(
+        {
+            "a.md": "---\nrequires: [b.md]\n---\n# Anchor\n\nZebra quartz anchor.\n",
+            "b.md": "# Bee\n\nSomething else entirely.\n",
+        }
+    )
+    on = dataclasses.replace(QUIET, requires_expansion=True)
+    result = index.search(SearchRequest("zebra quartz", k=1, explain=True), on)
+    assert files(result) == ["a.md", "b.md"]
+    assert stage(result, "requires")["summary"] == "appended after the slice; 2 left"
+
+
+@pytest.mark.parametrize("weight", [0.0, -0.5])
+def test_the_profile_stage_is_off_at_a_weight_of_zero_or_below(
+    index_of: Any, weight: float
+) -> None:
+    index = index_of(TITLED, HashingEmbedder(64))
+    off = dataclasses.replace(QUIET, profile_weight=weight)
+    result = index.search(SearchRequest("kiln firing", explain=True), off)
+    assert "profile" not in [r["stage"] for r in result.explain]
+
+
+def test_the_profile_stage_needs_profiles_and_a_query_vector(index_of: Any) -> None:
+    on = dataclasses.replace(QUIET, profile_weight=0.9)
+    lexical = index_of(TITLED, None).search(SearchRequest("kiln firing", explain=True), on)
+    assert "profile" not in [r["stage"] for r in lexical.explain]
+    untitled = index_of(HINTED, HashingEmbedder(64))
+    result = untitled.search(SearchRequest("pump valve", explain=True), on)
+    assert "profile" not in [r["stage"] for r in result.explain]
+
+
+def test_a_callers_vector_without_an_embedder_leaves_the_profiles_out(index_of: Any) -> None:
+    embedder = HashingEmbedder(64)
+    index = index_of(TITLED, embedder)
+    on = dataclasses.replace(QUIET, profile_weight=0.9)
+    vector = tuple(float(x) for x in embedder.embed_query("kiln firing"))
+    request = SearchRequest("kiln firing", vector=vector)
+    result = engine.search(index.store, "p", request, on, None, SearchOptions(view=index.view))
+    assert files(result)[0] == "b.md"  # nothing to embed the profiles with
+
+
+def test_a_failed_profile_embedding_is_logged_as_skipped(
+    index_of: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    index = index_of(TITLED, HashingEmbedder(64))
+
+    def failing(text: str) -> Any:
+        raise EmbeddingError("provider down")
+
+    on = dataclasses.replace(QUIET, profile_weight=0.9)
+    with caplog.at_level(logging.WARNING, logger="ep_mcp.retrieval.engine"):
+        index.search(SearchRequest("kiln firing"), on, embed_profile=failing)
+    assert [r.getMessage() for r in caplog.records] == [
+        "file profiles not embedded (provider down) — stage skipped"
+    ]
+
+
+def test_live_files_are_read_only_in_reconstruct_mode(pumps: Index) -> None:
+    read: list[str] = []
+
+    def live(path: str, length: int) -> tuple[bytes | None, str | None]:
+        read.append(path)
+        return (pumps.root / path).read_bytes(), None
+
+    plain = pumps.search(SearchRequest("pump valve", k=1), live_files=live)
+    assert read == [] and "fragment_id" not in plain.hits[0].extra
+    rebuilt = pumps.search(SearchRequest("pump valve", k=1, reconstruct=True), live_files=live)
+    assert read == [rebuilt.hits[0].source_file]
+    assert rebuilt.hits[0].extra["stale"] is False

@@ -120,3 +120,13 @@ def test_relative_drop_measures_from_the_best_score_anywhere_in_the_list() -> No
     cands = [Candidate(i, f"f{i}.md", score=s) for i, s in enumerate([0.6, 1.0, 0.4])]
     assert [c.chunk_id for c in drop_far_below(cands, 0.5)] == [0, 1]
     assert drop_far_below(cands, -1.0) == cands
+
+
+def test_a_ratio_of_zero_keeps_every_hit_even_below_zero() -> None:
+    cands = [Candidate(0, "a.md", score=1.0), Candidate(1, "b.md", score=-0.5)]
+    assert drop_far_below(cands, 0.0) == cands
+
+
+def test_the_ratio_is_a_share_of_the_best_score() -> None:
+    cands = [Candidate(i, f"f{i}.md", score=s) for i, s in enumerate([4.0, 2.0, 1.5])]
+    assert [c.chunk_id for c in drop_far_below(cands, 0.5)] == [0, 1]

@@ -51,3 +51,9 @@ def test_a_skills_pack_view_knows_each_files_skill(make_pack: MakePack) -> None:
         "skills/worktrees/SKILL.md": "worktrees",
         "skills/worktrees/notes.md": "worktrees",
     }
+
+
+def test_a_skill_without_a_description_is_profiled_by_its_name(make_pack: MakePack) -> None:
+    root = make_pack({"skills/tidy/SKILL.md": "---\nname: tidy\n---\n# Tidy\n\nBody.\n"}).resolve()
+    view = pack_view(load_pack(root, kind="skills", slug="sp", max_file_bytes=1 << 20))
+    assert view.profiles["skills/tidy/SKILL.md"] == "tidy"
