@@ -253,7 +253,7 @@ def test_an_unreadable_model_file_warns_and_means_no_confidence(
     path.write_text(text, encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="ep_mcp.retrieval.confidence_file"):
         assert load_model(path) is None
-    (record,) = caplog.records
+    (record,) = [r for r in caplog.records if r.name == "ep_mcp.retrieval.confidence_file"]
     assert record.getMessage().startswith(f"confidence model {path} unreadable (")
     assert record.getMessage().endswith(") — no confidence")
     assert "(None)" not in record.getMessage()  # the reason is named

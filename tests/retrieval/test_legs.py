@@ -135,9 +135,9 @@ def test_a_failed_embedding_answers_lexically_and_says_why(
         legs = run_legs(FakeSource(), SearchRequest("x"), SETTINGS, embedder, 10)  # type: ignore[arg-type]
     assert legs.lexical == [(1, 3.0)] and legs.dense == []
     assert legs.notes == ("embedding failed, answered lexically: HTTP 500 from the provider",)
-    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
-        ("WARNING", "query embedding failed (HTTP 500 from the provider) — lexical only")
-    ]
+    assert [
+        (r.levelname, r.getMessage()) for r in caplog.records if r.name == "ep_mcp.retrieval.legs"
+    ] == [("WARNING", "query embedding failed (HTTP 500 from the provider) — lexical only")]
 
 
 def test_an_open_circuit_says_what_the_breaker_says(caplog: pytest.LogCaptureFixture) -> None:
@@ -146,9 +146,9 @@ def test_an_open_circuit_says_what_the_breaker_says(caplog: pytest.LogCaptureFix
     with caplog.at_level(logging.INFO, logger="ep_mcp.retrieval.legs"):
         legs = run_legs(FakeSource(), SearchRequest("x"), SETTINGS, embedder, 10)  # type: ignore[arg-type]
     assert legs.notes == (why,)
-    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
-        ("INFO", f"query embedding skipped: {why}")
-    ]
+    assert [
+        (r.levelname, r.getMessage()) for r in caplog.records if r.name == "ep_mcp.retrieval.legs"
+    ] == [("INFO", f"query embedding skipped: {why}")]
 
 
 def test_with_threads_and_no_deadline_the_lexical_leg_runs_beside_the_embedding(
@@ -257,6 +257,6 @@ def test_a_missed_deadline_is_logged_with_its_budget(
         "the embedding provider did not answer within 40 ms (retrieval.query_deadline_ms) "
         "— answered lexically",
     )
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "ep_mcp.retrieval.legs"] == [
         "query embedding missed the 40 ms deadline — lexical only"
     ]
