@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the ranking stages (src/ep_mcp/retrieval/ and src/ep_mcp/hub/ranking.py)
 # against their fast tests (tests/retrieval/, tests/hub/test_ranking.py; hashing embedder).
-# Configuration: [tool.mutmut] in pyproject.toml. Takes ~20 min on 2 cores; not part of .ci/run.
+# Configuration: [tool.mutmut] in pyproject.toml. Takes ~30 min on 2 cores; not part of .ci/run.
 #   scripts/mutation.sh            # run, then print the kill rate and the survivors
 #   MUTMUT_CHILDREN=4 scripts/mutation.sh
 set -euo pipefail

@@ -2,7 +2,7 @@ import datetime as dt
 
 import pytest
 
-from ep_mcp.retrieval.freshness import freshness, parse_duration_days
+from ep_mcp.retrieval.freshness import freshness, parse_date, parse_duration_days
 
 TODAY = dt.date(2026, 6, 1)
 
@@ -57,3 +57,56 @@ def test_dates_and_datetimes_from_yaml_are_accepted() -> None:
     assert freshness(dt.date(2026, 5, 31), None, None, None, TODAY).verified_age_days == 1
     stamp = dt.datetime(2026, 5, 30, 23, 0)
     assert freshness(stamp, None, None, None, TODAY).verified_age_days == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "days"),
+    [
+        ("P1.5D", 1.5),
+        ("PT30M", 30 / 1440),
+        ("PT90S", 90 / 86400),
+        ("p2w", 14),
+        ("  P90D  ", 90),
+        ("P1MT12H", 30.5),
+        ("PT", None),
+        ("P1D2M", None),  # out of order
+        ("   ", None),
+    ],
+)
+def test_more_durations(text: str, days: float | None) -> None:
+    assert parse_duration_days(text) == (pytest.approx(days) if days is not None else None)
+
+
+@pytest.mark.parametrize(
+    ("value", "day"),
+    [
+        ("2026-05-02T10:00:00Z", dt.date(2026, 5, 2)),
+        (" 2026-05-02 ", dt.date(2026, 5, 2)),
+        (20260502, None),
+        ("  ", None),
+        ("2026-13-01", None),
+    ],
+)
+def test_dates_are_read_from_the_first_ten_characters(value: object, day: dt.date | None) -> None:
+    assert parse_date(value) == day
+
+
+def test_an_unreadable_refresh_falls_back_to_the_manifest_cycle() -> None:
+    assert freshness("2026-03-01", "soon", "P30D", None, TODAY).age_stale
+
+
+def test_an_unreadable_expiry_is_shown_as_written_and_never_expires() -> None:
+    f = freshness(None, None, None, "never", TODAY)
+    assert (f.expired, f.expires_at) == (False, "never")
+    assert freshness(None, None, None, None, TODAY).expires_at is None
+    shown = freshness(None, None, None, dt.datetime(2026, 7, 1, 12, 0), TODAY).expires_at
+    assert shown == "2026-07-01"
+
+
+def test_freshness_as_json() -> None:
+    assert freshness("2026-05-02", None, "P7D", "2026-05-01", TODAY).to_dict() == {
+        "verified_age_days": 30,
+        "age_stale": True,
+        "expired": True,
+        "expires_at": "2026-05-01",
+    }

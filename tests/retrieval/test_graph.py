@@ -62,3 +62,23 @@ def test_graph_neighbours_fill_free_room_without_displacing_anything() -> None:
 def test_a_graph_neighbour_already_in_the_core_is_not_repeated() -> None:
     out = merge_reserved(core(5), [Candidate(99, "core1.md", 0.1, origin="graph")], k=5, slots=2)
     assert [c.path for c in out] == [f"core{i}.md" for i in range(5)]
+
+
+def test_a_file_reached_by_two_paths_is_returned_once_at_its_first() -> None:
+    diamond = {"a.md": ("b.md", "c.md"), "b.md": ("d.md",), "c.md": ("d.md",)}
+    found = graph_neighbours(["a.md"], diamond, depth=2, decay=0.5)
+    assert [(n.path, n.via, n.hop) for n in found] == [
+        ("b.md", "a.md", 1),
+        ("c.md", "a.md", 1),
+        ("d.md", "a.md", 2),
+    ]
+
+
+def test_a_depth_of_zero_walks_nowhere() -> None:
+    assert graph_neighbours(["a.md"], EDGES, depth=0, decay=0.5) == []
+
+
+def test_reserved_slots_beyond_k_never_take_more_than_k() -> None:
+    bonus = [Candidate(100 + i, f"g{i}.md", 0.1, origin="graph") for i in range(5)]
+    out = merge_reserved(core(10), bonus, k=3, slots=5)
+    assert [c.path for c in out] == ["g0.md", "g1.md", "g2.md"]

@@ -256,3 +256,9 @@ def test_a_graph_neighbour_scores_best_times_similarity_times_decay(
         LINKED, HashingEmbedder(256), graph_min_score=similarity * 0.5 + 0.01, **options
     )
     assert [h.graph_expanded for h in strict.search(SearchRequest(query, k=2)).hits] == [False] * 2
+
+
+def test_lambda_does_nothing_while_mmr_is_off(searcher: Callable[..., PackRuntime]) -> None:
+    query = "kiln firing schedule stoneware glaze"
+    off = searcher(TWINS, HashingEmbedder(256), mmr=False, mmr_lambda=0.1)
+    assert files_of(off, query)[:3] == ["twin.md", "twin.md", "other.md"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -62,6 +63,7 @@ def test_k_cuts_the_merged_ranking_and_requires_hits_follow_their_placed_pack() 
     b = answer("b", 0.3, hit("b1.md", 1.0), hit("bneed.md", 0.0, requires=True))
     merged = merge_results("q", [a, b], k=2)
     assert [m.hit.source_file for m in merged.hits] == ["a1.md", "a2.md", "need.md"]
+    assert [m.pack for m in merged.hits] == ["a", "a", "a"]
 
 
 def test_a_close_second_pack_interleaves() -> None:
@@ -96,3 +98,64 @@ def test_the_merge_keeps_each_packs_order_and_returns_at_most_k(
         mine = [m.hit for m in merged.hits if m.pack == r.pack]
         assert mine == list(r.hits[: len(mine)])
     assert all(a.score >= b.score for a, b in zip(merged.hits, merged.hits[1:], strict=False))
+
+
+def test_a_packs_scores_count_relative_to_its_best_searched_hit() -> None:
+    a = answer("a", 0.5, hit("a1.md", 2.0), hit("a2.md", 1.0), hit("need.md", 9.0, requires=True))
+    assert [m.score for m in merge_results("q", [a], k=5).hits] == [0.5, 0.25, 0.0]
+
+
+def test_without_positive_scores_a_packs_hits_count_by_rank() -> None:
+    a = answer("a", 0.6, hit("a1.md", 0.0), hit("a2.md", 0.0), hit("a3.md", -1.0))
+    merged = merge_results("q", [a], k=5)
+    assert [m.score for m in merged.hits] == pytest.approx([0.6, 0.3, 0.2])
+
+
+def test_a_negative_score_or_no_activation_counts_as_nothing() -> None:
+    a = answer("a", 0.5, hit("a1.md", 1.0), hit("a2.md", -0.5))
+    b = answer("b", None, hit("b1.md", 1.0))
+    merged = merge_results("q", [a, b], k=5)
+    assert [(m.hit.source_file, m.score) for m in merged.hits] == [
+        ("a1.md", 0.5),
+        ("a2.md", 0.0),
+        ("b1.md", 0.0),
+    ]
+
+
+def test_ties_keep_the_order_of_the_packs_then_the_rank() -> None:
+    a = answer("a", 0.5, hit("a1.md", 1.0), hit("a2.md", 1.0))
+    b = answer("b", 0.5, hit("b1.md", 1.0))
+    merged = merge_results("q", [b, a], k=5)
+    assert [m.hit.source_file for m in merged.hits] == ["b1.md", "a1.md", "a2.md"]
+
+
+def test_the_merged_answer_names_each_packs_notes_and_modes() -> None:
+    a = SearchResult("q", "a", "hybrid", (hit("a1.md", 1.0),), notes=("slow",), activation=0.5)
+    b = SearchResult("q", "b", "lexical", (hit("b1.md", 1.0),), activation=0.4)
+    c = SearchResult("q", "c", "empty", (), notes=("not covered",), activation=0.1)
+    merged = merge_results("q", [a, b, c], k=5, took_ms=3.14159)
+    assert merged.mode == "hybrid+lexical"
+    assert merged.notes == ("a: slow", "c: not covered")
+    assert merged.to_dict() == {
+        "query": "q",
+        "packs": ["a", "b", "c"],
+        "mode": "hybrid+lexical",
+        "took_ms": 3.14,
+        "results": [h.to_dict() for h in merged.hits],
+        "notes": ["a: slow", "c: not covered"],
+    }
+    untimed = merge_results("q", [b], k=5).to_dict()
+    assert "notes" not in untimed and untimed["took_ms"] == 0.0
+
+
+def test_a_merged_hit_keeps_the_packs_score_and_rounds_the_merged_one() -> None:
+    a = answer("a", 0.123456789, hit("a1.md", 2.0))
+    data = merge_results("q", [a], k=1).hits[0].to_dict()
+    assert (data["pack"], data["pack_score"], data["score"]) == ("a", 2.0, 0.123457)
+
+
+def test_the_rank_rule_divides_the_activation_by_offset_plus_rank() -> None:
+    rule = by_activation_rank(60)
+    a = answer("a", 0.61, hit("a1.md", 1.0))
+    assert rule(a, 1, a.hits[0]) == 0.61 / 61
+    assert rule(answer("b", None, hit("b1.md", 1.0)), 1, a.hits[0]) == 0.0

@@ -90,3 +90,11 @@ def test_a_pack_file_is_profiled_by_its_declared_title_and_description_only(
     assert view.profiles["a.md"] == "Custom Panels"
     assert view.profiles["b.md"] == "Glossary: Terms A to Z"
     assert "c.md" not in view.profiles
+
+
+def test_profile_similarity_is_a_cosine_whatever_the_vectors_lengths() -> None:
+    query = np.array([0.3, 0.4], dtype=np.float32)  # length 0.5
+    sims = profile_similarities(
+        ["a.md"], {"a.md": "A"}, query, lambda text: np.array([0.6, 0.8], dtype=np.float32) * 0.5
+    )
+    assert sims == {"a.md": pytest.approx(1.0)}

@@ -1,6 +1,14 @@
 import hashlib
 
-from ep_mcp.retrieval.reconstruct import excerpt, provenance, section_slug, span_changed
+import pytest
+
+from ep_mcp.retrieval.reconstruct import (
+    excerpt,
+    provenance,
+    readable,
+    section_slug,
+    span_changed,
+)
 
 RAW = b"# Title\n\n## Wiring the Inverter\n\nUse 10 AWG.\n"
 
@@ -39,3 +47,70 @@ def test_stale_when_the_live_span_no_longer_matches() -> None:
     assert not span_changed(RAW, (9, len(RAW)), span)
     assert span_changed(RAW.replace(b"10", b"12"), (9, len(RAW)), span)
     assert span_changed(None, (9, len(RAW)), span)
+
+
+def test_a_provenance_without_a_stored_span_hash_hashes_the_text() -> None:
+    text = "Use 10 AWG.\n"
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    p = provenance(
+        ident="wiring.md",
+        section="Gauge",
+        heading_path=("Title", "Wiring"),
+        text=text,
+        span_hash="",
+        line_range=(5, 5),
+        byte_range=(30, 42),
+    )
+    assert p.to_dict() == {
+        "fragment_id": f"wiring.md#gauge:{digest[:12]}",  # the sidecar section wins
+        "line_range": [5, 5],
+        "byte_offset": [30, 42],
+        "original_markdown": text,
+        "span_content_hash": f"sha256:{digest}",
+        "excerpt": "Use 10 AWG.",
+    }
+
+
+def test_the_section_slug_is_the_last_heading_without_a_sidecar_section() -> None:
+    assert section_slug(None, ("Battery", "Sizing the Bank")) == "sizing-the-bank"
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        ("<!-- generated -->\nThe prose.", "The prose."),
+        ("Before <!-- a\nlong comment --> after.", "Before  after."),
+        ("The prose. <!-- never closed\nmore", "The prose. "),
+        ("---\ntitle: X\nid: y\n---\nThe prose.", "The prose."),
+        ("  ---\ntitle: X\n---  \nThe prose.", "The prose."),
+        ("[context: Battery > Sizing]\n\nThe prose.", "The prose."),
+        ("tags: a, b\nstatus: draft\n-----\nThe prose.", "The prose."),
+        ("The prose.\ntags: a, b", "The prose.\ntags: a, b"),  # residue only at the start
+        ("- item: one\nThe prose.", "- item: one\nThe prose."),  # a list item is prose
+    ],
+)
+def test_readable_skips_comments_frontmatter_and_leading_residue(text: str, first: str) -> None:
+    assert readable(text) == first
+
+
+def test_a_chunk_that_is_all_residue_reads_as_itself() -> None:
+    assert readable("  status: draft  \n") == "status: draft"
+    assert readable("---\ntitle: X\n---\n") == ""
+
+
+def test_the_excerpt_is_240_characters_at_most_by_default() -> None:
+    exact = "x" * 240
+    assert excerpt(exact) == exact
+    words = "word " * 60  # 300 characters
+    cut = excerpt(words)
+    assert cut == ("word " * 48).rstrip() + "…"  # 239 characters of words, then the ellipsis
+
+
+def test_the_excerpt_skips_what_readable_skips() -> None:
+    assert excerpt("<!-- c -->\n[context: X]\n\nThe  real\nprose.") == "The real prose."
+
+
+def test_a_span_is_compared_at_its_own_bytes() -> None:
+    span = hashlib.sha256(RAW[9:20]).hexdigest()
+    assert not span_changed(RAW + b"appended", (9, 20), span)
+    assert span_changed(b"x" + RAW, (9, 20), span)

@@ -62,3 +62,19 @@ def test_requires_never_displaces_or_repeats_a_top_k_hit(top, req, depth, atoms,
     assert not set(got) & set(top)
     assert len(got) == len(set(got)) <= atoms
     assert 300 * len(got) <= max(budget, 0) or not got
+
+
+def test_the_spec_defaults_are_three_atoms_and_3500_tokens() -> None:
+    many = {"a.md": ("b.md", "c.md", "d.md", "e.md")}
+    assert paths(expand_requires(["a.md"], many, {})) == ["b.md", "c.md", "d.md"]
+    exact = {"a.md": ("b.md",)}
+    assert paths(expand_requires(["a.md"], exact, {"b.md": 3500})) == ["b.md"]
+    assert paths(expand_requires(["a.md"], exact, {"b.md": 3501})) == []
+
+
+def test_a_depth_of_zero_requires_nothing() -> None:
+    assert expand_requires(["a.md"], REQ, TOKENS, max_depth=0) == []
+
+
+def test_a_file_of_unknown_size_costs_nothing() -> None:
+    assert paths(expand_requires(["a.md"], {"a.md": ("z.md",)}, {}, token_budget=0)) == ["z.md"]

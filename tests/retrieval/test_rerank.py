@@ -1,4 +1,7 @@
+import sys
+import types
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import pytest
 
@@ -40,7 +43,112 @@ def test_a_missing_cross_encoder_says_what_to_do() -> None:
     try:
         import sentence_transformers  # noqa: F401
     except ImportError:
-        with pytest.raises(ConfigError, match=r"ep-mcp\[rerank\]"):
+        with pytest.raises(ConfigError) as caught:
             CrossEncoderReranker("some/model").score("q", ["p"])
+        assert str(caught.value) == (
+            "reranker.enabled is true but sentence-transformers is not installed — "
+            "install `ep-mcp[rerank]` or set reranker.enabled: false"
+        )
     else:  # pragma: no cover - only when the extra is installed
         pytest.skip("sentence-transformers is installed")
+
+
+def test_rerank_notes_each_new_score_and_the_rank_it_had() -> None:
+    cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3)]
+    out = rerank("q", cands, lambda c: TEXTS[c.chunk_id], LengthReranker(), pool=3)
+    assert [(c.chunk_id, c.score, c.notes) for c in out] == [
+        (2, 3.0, ("rerank fake/length: 3.0000 (was #2)",)),
+        (3, 2.0, ("rerank fake/length: 2.0000 (was #3)",)),
+        (1, 1.0, ("rerank fake/length: 1.0000 (was #1)",)),
+    ]
+
+
+def test_candidates_past_the_pool_score_below_every_reranked_one_in_their_order() -> None:
+    cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3, 4)]
+    texts = {1: "aa", 2: "aaaa", 3: "x", 4: "y"}
+    out = rerank("q", cands, lambda c: texts[c.chunk_id], LengthReranker(), pool=2)
+    assert [c.chunk_id for c in out] == [2, 1, 3, 4]
+    assert [c.score for c in out[2:]] == pytest.approx([2.0 - 1.0, 2.0 - 1.0 - 1e-6], abs=1e-9)
+    assert out[2].score > out[3].score
+    assert out[3].notes == ("below the rerank pool",)
+
+
+def test_a_pool_of_zero_leaves_the_order_alone() -> None:
+    cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2)]
+    assert rerank("q", cands, lambda c: "", LengthReranker(), pool=0) == cands
+    assert rerank("q", [], lambda c: "", LengthReranker(), pool=5) == []
+
+
+class FakeCrossEncoder:
+    """Stands in for sentence_transformers.CrossEncoder: scores a pair by the passage length."""
+
+    loaded: ClassVar[list[tuple[str, bool]]] = []
+
+    def __init__(self, model: str, local_files_only: bool = False) -> None:
+        if model == "not/downloaded":
+            raise OSError("no such file")
+        FakeCrossEncoder.loaded.append((model, local_files_only))
+        self.calls: list[dict[str, Any]] = []
+
+    def predict(self, pairs: list[tuple[str, str]], show_progress_bar: bool = True) -> list[int]:
+        self.calls.append({"pairs": pairs, "show_progress_bar": show_progress_bar})
+        return [len(passage) for _, passage in pairs]
+
+
+@pytest.fixture
+def fake_extra(monkeypatch: pytest.MonkeyPatch) -> type[FakeCrossEncoder]:
+    module = types.ModuleType("sentence_transformers")
+    module.CrossEncoder = FakeCrossEncoder  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sentence_transformers", module)
+    FakeCrossEncoder.loaded = []
+    return FakeCrossEncoder
+
+
+def test_the_cross_encoder_loads_offline_once_and_scores_passages_cut_to_max_chars(
+    fake_extra: type[FakeCrossEncoder],
+) -> None:
+    reranker = CrossEncoderReranker("acme/ms-marco", max_chars=4)
+    assert reranker.name == "cross-encoder/acme/ms-marco"
+    assert reranker.score("q", ["abcdefgh", "ab"]) == [4.0, 2.0]
+    assert reranker.score("q", ["abc"]) == [3.0]
+    assert fake_extra.loaded == [("acme/ms-marco", True)]  # loaded once, never downloaded
+    encoder = reranker._load()
+    assert encoder.calls[0] == {"pairs": [("q", "abcd"), ("q", "ab")], "show_progress_bar": False}
+
+
+def test_the_configured_model_and_passage_length_reach_the_cross_encoder(
+    fake_extra: type[FakeCrossEncoder],
+) -> None:
+    reranker = make_reranker(RerankerSettings(enabled=True, model="acme/tiny", max_chars=3))
+    assert reranker is not None
+    assert reranker.score("q", ["abcdef"]) == [3.0]
+    assert fake_extra.loaded == [("acme/tiny", True)]
+
+
+def test_a_cross_encoder_model_not_available_offline_says_what_to_do(
+    fake_extra: type[FakeCrossEncoder],
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        CrossEncoderReranker("not/downloaded").score("q", ["p"])
+    assert str(caught.value) == (
+        "reranker model 'not/downloaded' is not available offline (no such file) — download it "
+        "once with network access, point reranker.model at a local folder, or set "
+        "reranker.enabled: false"
+    )
+
+
+def test_the_cross_encoder_reads_512_characters_of_a_passage_by_default(
+    fake_extra: type[FakeCrossEncoder],
+) -> None:
+    assert CrossEncoderReranker("acme/ms-marco").score("q", ["x" * 600]) == [512.0]
+
+
+class ShortReranker(LengthReranker):
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        return super().score(query, passages)[:-1]
+
+
+def test_a_reranker_that_scores_fewer_passages_than_given_is_an_error() -> None:
+    cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3)]
+    with pytest.raises(ValueError):
+        rerank("q", cands, lambda c: TEXTS[c.chunk_id], ShortReranker(), pool=3)

@@ -6,6 +6,7 @@ from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.threshold import (
     Evidence,
     ThresholdSettings,
+    activation,
     cosine_margin,
     drop_far_below,
     gather_evidence,
@@ -80,3 +81,52 @@ def test_relative_drop_keeps_hits_at_or_above_the_ratio_of_the_best() -> None:
     assert [c.chunk_id for c in drop_far_below(cands, 0.5)] == [0, 1]
     assert drop_far_below(cands, 0.0) == cands
     assert drop_far_below([], 0.5) == []
+
+
+def test_the_evidence_describes_itself_for_explain() -> None:
+    assert Evidence(0.7, 0.21234, 0.5, 2).describe() == (
+        "top cosine 0.700, cosine margin 0.212, term coverage 0.50"
+    )
+    assert Evidence(None, None, 1.0, 2).describe() == (
+        "top cosine n/a, cosine margin n/a, term coverage 1.00"
+    )
+
+
+def test_the_margin_compares_the_best_with_ranks_ten_to_thirty() -> None:
+    assert cosine_margin([0.9] * 11) is None
+    assert cosine_margin([0.9] + [0.8] * 8 + [0.5, 0.4, 0.3]) == pytest.approx(0.5)
+    # ranks 2..9 and past 30 do not count
+    cosines = [0.9] + [0.0] * 8 + [0.6] * 21 + [0.0] * 10
+    assert cosine_margin(cosines) == pytest.approx(0.3)
+
+
+def test_gather_evidence_without_lexical_hits_or_dense_leg() -> None:
+    got = gather_evidence(["a", "b", "c"], [], [])
+    assert got == Evidence(top_cosine=None, cosine_margin=None, coverage=0.0, terms=3)
+    crowd = [0.9] + [0.5] * 11
+    assert gather_evidence(["a"], ["a"], crowd).cosine_margin == pytest.approx(0.4)
+
+
+def test_activation_is_the_best_cosine_plus_the_weighted_coverage() -> None:
+    assert activation(ev(0.3, 0.5), 0.2) == pytest.approx(0.4)
+    assert activation(ev(None, 0.5), 0.2) is None
+
+
+def test_a_floor_calibrated_for_one_model_is_skipped_when_the_model_is_unknown() -> None:
+    assert not is_negative(ev(0.1, 0.0), FLOORS, None)
+
+
+def test_relative_drop_measures_from_the_best_score_anywhere_in_the_list() -> None:
+    cands = [Candidate(i, f"f{i}.md", score=s) for i, s in enumerate([0.6, 1.0, 0.4])]
+    assert [c.chunk_id for c in drop_far_below(cands, 0.5)] == [0, 1]
+    assert drop_far_below(cands, -1.0) == cands
+
+
+def test_a_ratio_of_zero_keeps_every_hit_even_below_zero() -> None:
+    cands = [Candidate(0, "a.md", score=1.0), Candidate(1, "b.md", score=-0.5)]
+    assert drop_far_below(cands, 0.0) == cands
+
+
+def test_the_ratio_is_a_share_of_the_best_score() -> None:
+    cands = [Candidate(i, f"f{i}.md", score=s) for i, s in enumerate([4.0, 2.0, 1.5])]
+    assert [c.chunk_id for c in drop_far_below(cands, 0.5)] == [0, 1]
