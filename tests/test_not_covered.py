@@ -4,8 +4,8 @@ on that server, and `ep-mcp search`. Each answers no hits and says the pack does
 cover the question; `include_low_confidence` (`--include-low-confidence`) shows the hits anyway.
 
 Two questions: one the activation floor already empties (nothing to show even when asked), and
-one that finds hits whose `answerable` falls under `min_answerable` (0.28 against 0.49 when
-written) — those are withheld, and shown when asked.
+one that finds hits whose `answerable` falls under `min_answerable` (0.28 against 0.32) —
+those are withheld, and shown when asked.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import EXAMPLE_PACK
 from ep_mcp.cli import main
+from ep_mcp.config import RetrievalSettings
 
 CLI = [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
 OFF_TOPIC = "which team won the football world cup in 1998"  # no hit passes the activation floor
@@ -92,7 +93,7 @@ def _withheld(reply: dict[str, Any], hint: bool) -> None:
 
 def _shown(reply: dict[str, Any]) -> None:
     assert reply["results"] and reply["covered"] is False
-    assert reply["answerable"] < 0.49
+    assert reply["answerable"] < RetrievalSettings().min_answerable
 
 
 def test_mcp_ep_search_withholds_an_uncovered_question_and_shows_it_when_asked(

@@ -185,6 +185,7 @@ def test_the_query_features_name_the_rarest_term_no_hit_contains() -> None:
         "coverage": 1.0,
         "idf_coverage": 0.5,
         "rare_missing": 0.5,  # zigbee: 3 of 6
+        "unknown_names": 0.0,  # no name-like word of the query is absent from the pack
     }
 
 
@@ -197,6 +198,7 @@ def test_the_query_features_without_hits_or_a_dense_leg() -> None:
         "coverage": 0.0,
         "idf_coverage": 0.0,
         "rare_missing": 0.0,
+        "unknown_names": 0.0,
     }
 
 

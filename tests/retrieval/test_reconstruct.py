@@ -95,7 +95,7 @@ def test_readable_skips_comments_frontmatter_and_leading_residue(text: str, firs
 
 def test_a_chunk_that_is_all_residue_reads_as_itself() -> None:
     assert readable("  status: draft  \n") == "status: draft"
-    assert readable("---\ntitle: X\n---\n") == ""
+    assert readable("---\ntitle: X\n---\n") == "---\ntitle: X\n---"  # kept, not emptied
 
 
 def test_the_excerpt_is_240_characters_at_most_by_default() -> None:

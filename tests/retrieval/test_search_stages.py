@@ -292,7 +292,8 @@ def test_an_answer_judged_unlikely_is_withheld_with_a_note(pumps: Index) -> None
     assert result.answerable == pytest.approx(0.0, abs=1e-4)
     assert result.notes == (
         "the pack does not appear to cover this question (answerable 0.00 < min_answerable "
-        "0.49) — pass include_low_confidence to see the hits anyway",
+        f"{RetrievalSettings().min_answerable}) — pass include_low_confidence to see the hits "
+        "anyway",
     )
 
 
