@@ -263,7 +263,13 @@ def test_a_missing_model_file_means_no_confidence(tmp_path: Path) -> None:
     assert load_model(tmp_path / "absent.json") is None
 
 
-@pytest.mark.parametrize("text", ["not json", "{}", '{"hit": 3, "answerable": 4}', "[]"])
+UNEVEN = (
+    '{"hit": {"names": ["a", "b"], "weights": [1.0], "bias": 0},'
+    ' "answerable": {"names": ["a"], "weights": [1.0], "bias": 0}}'
+)
+
+
+@pytest.mark.parametrize("text", ["not json", "{}", '{"hit": 3, "answerable": 4}', "[]", UNEVEN])
 def test_an_unreadable_model_file_warns_and_means_no_confidence(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, text: str
 ) -> None:
@@ -275,6 +281,8 @@ def test_an_unreadable_model_file_warns_and_means_no_confidence(
     assert record.getMessage().startswith(f"confidence model {path} unreadable (")
     assert record.getMessage().endswith(") — no confidence")
     assert "(None)" not in record.getMessage()  # the reason is named
+    if text == UNEVEN:  # refused when read, not by every search that would use it
+        assert "2 names but 1 weights" in record.getMessage()
 
 
 def test_the_packaged_model_is_read_from_the_package_data() -> None:

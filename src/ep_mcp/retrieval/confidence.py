@@ -184,15 +184,23 @@ def assess(
 
 def model_from_dict(data: Mapping[str, object]) -> ConfidenceModel:
     def logistic(d: object) -> Logistic:
-        assert isinstance(d, Mapping)
+        if not isinstance(d, Mapping):
+            raise TypeError(f"a model is an object of names and weights, not {type(d).__name__}")
         names = tuple(str(n) for n in d["names"])
-        return Logistic(
+        model = Logistic(
             names=names,
             weights=tuple(float(w) for w in d["weights"]),
             bias=float(d["bias"]),
             mean=tuple(float(m) for m in d.get("mean", [0.0] * len(names))),
             scale=tuple(float(s) for s in d.get("scale", [1.0] * len(names))),
         )
+        sizes = {len(model.weights), len(model.mean), len(model.scale)}
+        if sizes != {len(names)}:  # else every search would fail on it, not the load
+            raise ValueError(
+                f"{len(names)} names but {len(model.weights)} weights, {len(model.mean)} means "
+                f"and {len(model.scale)} scales"
+            )
+        return model
 
     return ConfidenceModel(
         hit=logistic(data["hit"]),

@@ -1,7 +1,7 @@
 """The fitted confidence model, read once from the package (``ep_mcp/data/confidence.json``).
 
 Kept apart from ``confidence`` so the stage stays pure: this is the edge that reads the file.
-``ep-mcp eval --fit-confidence`` writes it.
+``ep-mcp bench calibrate`` writes it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def load_model(path: Path) -> ConfidenceModel | None:
         return model_from_dict(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         logger.warning("confidence model %s unreadable (%s) — no confidence", path, exc)
         return None
 
