@@ -55,7 +55,7 @@ def stored(  # type: ignore[no-untyped-def]
 
 def test_a_candidate_carries_its_ranks_in_each_leg_and_its_files_metadata() -> None:
     sc = stored()
-    c = candidate_of(sc, 0.5, {42: (3, 7.5)}, {42: (1, 0.8)}, PackView())
+    c = candidate_of(sc, 0.5, {42: (3, 7.5)}, {42: (1, 0.8)}, PackView(), TODAY)
     assert c == Candidate(
         chunk_id=42,
         path="concepts/battery.md",
@@ -74,15 +74,26 @@ def test_a_candidate_carries_its_ranks_in_each_leg_and_its_files_metadata() -> N
 
 
 def test_a_candidate_outside_a_leg_has_no_rank_there() -> None:
-    c = candidate_of(stored(), 0.5, {}, {}, PackView())
+    c = candidate_of(stored(), 0.5, {}, {}, PackView(), TODAY)
     assert (c.lexical_rank, c.lexical_score, c.vector_rank, c.vector_score) == (None,) * 4
 
 
 def test_a_file_is_always_on_by_its_frontmatter_or_the_manifest() -> None:
-    assert candidate_of(stored(always=True), 1, {}, {}, PackView()).always
+    assert candidate_of(stored(always=True), 1, {}, {}, PackView(), TODAY).always
     view = PackView(always=frozenset({"concepts/battery.md"}))
-    assert candidate_of(stored(), 1, {}, {}, view).always
-    assert not candidate_of(stored(always=False), 1, {}, {}, PackView()).always
+    assert candidate_of(stored(), 1, {}, {}, view, TODAY).always
+    assert not candidate_of(stored(always=False), 1, {}, {}, PackView(), TODAY).always
+
+
+def test_a_candidate_knows_whether_its_file_is_past_its_refresh_date() -> None:
+    """The boosts' freshness penalty reads it: a file verified longer ago than its `refresh`
+    (else the manifest's cycle) is stale on the day judged."""
+    old = stored(verified_at="2026-05-02", refresh="P7D")
+    assert candidate_of(old, 1, {}, {}, PackView(), TODAY).age_stale
+    assert not candidate_of(old, 1, {}, {}, PackView(), dt.date(2026, 5, 5)).age_stale
+    cycle = PackView(refresh_cycle="P30D")
+    assert candidate_of(stored(verified_at="2026-04-01"), 1, {}, {}, cycle, TODAY).age_stale
+    assert not candidate_of(stored(), 1, {}, {}, cycle, TODAY).age_stale  # never verified
 
 
 def test_a_hit_is_the_chunk_with_its_rounded_score_and_freshness() -> None:

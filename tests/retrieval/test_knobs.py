@@ -262,3 +262,24 @@ def test_lambda_does_nothing_while_mmr_is_off(searcher: Callable[..., PackRuntim
     query = "kiln firing schedule stoneware glaze"
     off = searcher(TWINS, HashingEmbedder(256), mmr=False, mmr_lambda=0.1)
     assert files_of(off, query)[:3] == ["twin.md", "twin.md", "other.md"]
+
+
+# --- freshness: a file past its refresh date is lowered when a penalty is set ------------------
+
+AGED = {
+    "aged.md": "---\ntitle: Aged\nverified_at: 2025-01-01\nrefresh: P30D\n---\n# Aged\n\n"
+    "Descaling the espresso boiler with citric acid, descaling every month.\n",
+    "fresh.md": "---\ntitle: Fresh\nverified_at: 2026-05-20\nrefresh: P30D\n---\n# Fresh\n\n"
+    "Descaling the espresso boiler with citric acid.\n",
+}
+
+
+def test_a_stale_file_is_lowered_by_the_freshness_penalty_end_to_end(
+    searcher: Callable[..., PackRuntime],
+) -> None:
+    query = "descaling espresso boiler"
+    assert files_of(searcher(AGED, None), query)[:2] == ["aged.md", "fresh.md"]
+    penalised = searcher(AGED, None, freshness_penalty=0.9)
+    result = penalised.search(SearchRequest(query, k=5))
+    assert [h.source_file for h in result.hits][:2] == ["fresh.md", "aged.md"]
+    assert result.hits[1].extra["age_stale"] is True

@@ -18,11 +18,16 @@ Ranks = dict[int, tuple[int, float]]  # chunk id → (rank from 1, score) in one
 
 
 def candidate_of(
-    sc: StoredChunk, score: float, lex: Ranks, vec: Ranks, view: PackView
+    sc: StoredChunk, score: float, lex: Ranks, vec: Ranks, view: PackView, today: dt.date
 ) -> Candidate:
-    """A fused chunk as the stages see it: its score, its ranks in each leg, its file's metadata."""
+    """A fused chunk as the stages see it: its score, its ranks in each leg, its file's metadata
+    (whether it is past its refresh date on ``today``, for the boosts' freshness penalty)."""
     lr, ls = lex.get(sc.id, (None, None))
     vr, vs = vec.get(sc.id, (None, None))
+    info = sc.file.info
+    stale = freshness(
+        info.get("verified_at"), info.get("refresh"), view.refresh_cycle, None, today
+    ).age_stale
     return Candidate(
         chunk_id=sc.id,
         path=sc.file.path,
@@ -37,6 +42,7 @@ def candidate_of(
         always=bool(sc.file.info.get("always")) or sc.file.path in view.always,
         chars=len(sc.chunk.text),
         tokens=sc.chunk.tokens,
+        age_stale=stale,
     )
 
 
