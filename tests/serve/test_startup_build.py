@@ -24,9 +24,8 @@ from ep_mcp.serve.http_app import create_app
 from ep_mcp.serve.mcp_server import ServeContext, build_server
 
 
-@pytest.fixture
-def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """The start-up build waits for this event before it writes anything."""
+def hold_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """From now on an index build waits for the returned event before it writes anything."""
     from ep_mcp.index.builder import build_index
 
     gate = threading.Event()
@@ -36,6 +35,12 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
         return build_index(*args, **kwargs)
 
     monkeypatch.setattr("ep_mcp.runtime.build_index", held_build)
+    return gate
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    gate = hold_builds(monkeypatch)
     yield gate
     gate.set()
 
@@ -104,14 +109,7 @@ def test_the_workbench_does_not_answer_from_the_index_of_before_the_restart(
     startup.open_packs(settings, None).close()  # an earlier run indexed it
     removed.unlink()  # then it was deleted, and the server restarted
     monkeypatch.setattr(mcp_server, "READY_WAIT_S", 0.3)
-    gate = threading.Event()
-    from ep_mcp.index.builder import build_index
-
-    def held_build(*args: Any, **kwargs: Any) -> Any:
-        gate.wait(60)
-        return build_index(*args, **kwargs)
-
-    monkeypatch.setattr("ep_mcp.runtime.build_index", held_build)
+    gate = hold_builds(monkeypatch)  # only now: the earlier run above built unheld
     library, serve = _later(settings)
     finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
     try:
