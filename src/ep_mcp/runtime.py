@@ -318,12 +318,16 @@ class Library:
         """Raise unless the start-up build is over and went well: BuildingError naming each
         pack's phase (``retry``: what to do again, e.g. "call ep_search"), or its error."""
         if not self.readiness.done.is_set():
-            states = ", ".join(f"{rt.slug} {rt.build_state()['phase']}" for rt in self)
             raise BuildingError(
-                f"the packs are still being indexed ({states}) — {retry} again in a few seconds"
+                f"the packs are still being indexed ({self.phases()}) — {retry} again in a "
+                "few seconds"
             )
         if self.readiness.error is not None:
             raise self.readiness.error
+
+    def phases(self) -> str:
+        """Each pack's build phase, for a message ("alpha indexing, beta ready")."""
+        return ", ".join(f"{rt.slug} {rt.build_state()['phase']}" for rt in self)
 
     def only(self, allowed: frozenset[str] | set[str]) -> Library:
         """The same library showing only the ``allowed`` packs (what one caller may see)."""

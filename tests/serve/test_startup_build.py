@@ -237,3 +237,39 @@ def test_a_call_waiting_for_the_build_hears_its_progress_when_it_asked(
         held.set()
         finishing.result(timeout=30)
         serve.library.close()
+
+
+def test_a_request_waiting_for_the_build_hears_only_of_the_packs_it_may_see(
+    fresh_packs: dict[str, Path],
+    settings_for: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    held: threading.Event,
+) -> None:
+    """alpha needs a key: a caller without one, told the packs are still being indexed, is not
+    told that alpha exists (nor through MCP, nor through `/search`)."""
+    monkeypatch.setattr(mcp_server, "READY_WAIT_S", 0.2)
+    settings = settings_for(fresh_packs, alpha_keys=("sk-alpha",))
+    library = startup.open_packs(settings, None, build="later")
+    serve, ring = open_context(settings, library=library)
+    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
+    try:
+        app = create_app(serve, settings.server, ring)
+
+        async def go() -> tuple[httpx2.Response, str]:
+            transport = httpx2.ASGITransport(app=app)
+            async with httpx2.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1:8000"
+            ) as c:
+                api = await c.get("/search", params={"q": "compost", "pack": "beta"})
+            async with Client(build_server(serve, ring.access(None, library.slugs(), False))) as m:
+                r = await m.call_tool("ep_search", {"query": "compost", "pack": "beta"})
+                return api, r.content[0].text  # type: ignore[union-attr]
+
+        api, told = anyio.run(go)
+        assert api.status_code == 503 and "beta indexing" in api.text
+        assert "beta indexing" in told
+        assert "alpha" not in api.text and "alpha" not in told
+    finally:
+        held.set()
+        finishing.result(timeout=30)
+        serve.library.close()

@@ -67,18 +67,17 @@ READY_TELL_S = 1.0  # how often a waiting request is told where the build stands
 Progress = Callable[[float, str], Awaitable[None]]  # (seconds waited, what is being built)
 
 
-async def until_ready(serve: ServeContext, retry: str, progress: Progress | None = None) -> None:
+async def until_ready(library: Library, retry: str, progress: Progress | None = None) -> None:
     """Wait for the start-up index build (up to ``READY_WAIT_S``, holding neither the event
     loop nor a thread), then raise if it is still running or failed (`Library.check_ready`).
+    ``library`` is the caller's view: what it is told names only the packs it may see.
     ``progress`` hears, about every second, how long it has waited and each pack's phase."""
-    library = serve.library
     done = library.readiness.done
     waited, told = 0.0, -READY_TELL_S
     while not done.is_set() and waited < READY_WAIT_S:
         if progress is not None and waited - told >= READY_TELL_S:
             told = waited
-            states = ", ".join(f"{rt.slug} {rt.build_state()['phase']}" for rt in library)
-            await progress(waited, f"waiting for the index build ({states})")
+            await progress(waited, f"waiting for the index build ({library.phases()})")
         await anyio.sleep(READY_POLL_S)
         waited += READY_POLL_S
     library.check_ready(retry)
@@ -215,7 +214,7 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
                     await ctx.session.report_progress(waited, None, message)
 
             try:
-                await until_ready(serve, f"call {params.name}", tell)
+                await until_ready(view.library(), f"call {params.name}", tell)
             except EpMcpError as exc:
                 return error_result(str(exc))
         return await run_sync(serve, run_tool, view, params.name, arguments)

@@ -241,7 +241,7 @@ async def search_endpoint(
             return error(
                 decision.status, decision.message, hdrs if decision.status == 401 else None
             )
-        await until_ready(serve, "search")
+        await until_ready(serve.library.only(decision.allowed), "search")
         result = await run_sync(serve, _run, serve, decision.allowed, args, vector)
     except BadRequest as exc:
         return error(exc.status, str(exc))

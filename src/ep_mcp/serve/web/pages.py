@@ -123,10 +123,17 @@ class Workbench:
         """``make(library view, arg)`` for the pack the caller may see, on a worker thread;
         reading a pack waits for the start-up build (the health page does not)."""
         decision = self.decide(request, slug)
-        if make != self._render_health:
-            await until_ready(self.serve, "reload the page")
-        view = data.restricted(self.serve.library, decision.allowed)
+        if make == self._render_health:  # the health page shows the build as it goes
+            view = data.restricted(self.serve.library, decision.allowed)
+        else:
+            view = await self.built_view(decision.allowed)
         return await run_sync(self.serve, make, view, arg)
+
+    async def built_view(self, allowed: frozenset[str]) -> Library:
+        """The packs ``allowed`` once the start-up build is over (the view is taken after the
+        wait: the build may have reopened a pack's runtime)."""
+        await until_ready(data.restricted(self.serve.library, allowed), "reload the page")
+        return data.restricted(self.serve.library, allowed)
 
     # -- fragments --------------------------------------------------------------------------
 
@@ -191,8 +198,7 @@ class Workbench:
             decision = auth.decide(self.ring, served, None, credential)
             if decision.status != 200:
                 raise Refused(decision.status, decision.message)
-        await until_ready(self.serve, "reload the page")
-        view = data.restricted(self.serve.library, decision.allowed)
+        view = await self.built_view(decision.allowed)
         return await run_sync(self.serve, self._render_eval, view, sorted(decision.allowed))
 
     # -- pages ------------------------------------------------------------------------------
