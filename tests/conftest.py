@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,23 @@ def shared_path(*parts: str) -> Path:
             "skills/), or put it at ../shared beside the repository"
         )
     return path
+
+
+def wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
+    """Poll ``base``/health until it answers 200; fail with the server's log if it exits first
+    or does not answer within ``timeout_s``."""
+    import httpx2
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert proc.poll() is None, log.read_text()
+        try:
+            if httpx2.get(f"{base}/health", timeout=1).status_code == 200:
+                return
+        except httpx2.HTTPError:
+            pass
+        assert time.monotonic() < deadline, f"server did not start in {timeout_s:g} s"
+        time.sleep(0.1)
 
 
 def shared_pack(name: str) -> Path:

@@ -40,8 +40,7 @@ def open_library(
     emb: Embedder | None = make_embedder(settings) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
     lost: list[IndexDamagedError] = []
-    later = query_cost(emb) != "trivial" if lexical_first is None else lexical_first
-    executors, how = LegExecutors.start(), (build, later)
+    executors, how = LegExecutors.start(), (build, _words_first(emb, lexical_first))
     try:
         for cfg in settings.packs:
             try:
@@ -87,18 +86,25 @@ def _open_pack(
     rt = PackRuntime(cfg, settings, embedder, home, executors)
     if build[0] is not True or cfg.read_only:
         return rt
-    return _index_with_retry(rt, show_progress, build[1], reload=False)
+    return _index_with_retry(rt, show_progress, build[1])
+
+
+def _words_first(embedder: Embedder | None, lexical_first: bool | None) -> bool:
+    """Commit the words and leave the vectors to the backfill (None: unless embedding is
+    trivial, i.e. pure Python)."""
+    return query_cost(embedder) != "trivial" if lexical_first is None else lexical_first
 
 
 def _index_with_retry(
-    rt: PackRuntime, show_progress: bool | None, lexical_first: bool, *, reload: bool
+    rt: PackRuntime, show_progress: bool | None, lexical_first: bool
 ) -> PackRuntime:
-    """``rt`` with its index brought up to date; an index found damaged meanwhile is marked,
-    closed and reopened (rebuilt) once — the runtime returned is then a new one."""
+    """``rt`` (just opened, its pack just read) with its index brought up to date; an index
+    found damaged meanwhile is marked, closed and reopened (rebuilt) once — the runtime
+    returned is then a new one."""
     if rt.config.read_only:
         return rt
-    try:  # the pack was just read: no second load
-        rt.index(show_progress=show_progress, reload=reload, lexical_first=lexical_first)
+    try:
+        rt.index(show_progress=show_progress, reload=False, lexical_first=lexical_first)
         return rt
     except IndexDamagedError:
         rt.close()
@@ -116,13 +122,13 @@ def finish_build(library: Library, lexical_first: bool | None = None) -> None:
     index up to date (words first unless embedding is trivial), then mark the library
     ready. A pack whose index is damaged twice is dropped when others remain; any other
     failure is kept in ``readiness.error`` (answered to every tool call) and raised."""
-    later = query_cost(library.embedder) != "trivial" if lexical_first is None else lexical_first
+    later = _words_first(library.embedder, lexical_first)
     started = dict(library.runtimes)
     runtimes = dict(started)
     try:
         for slug, rt in list(runtimes.items()):
             try:
-                runtimes[slug] = _index_with_retry(rt, None, later, reload=False)
+                runtimes[slug] = _index_with_retry(rt, None, later)
             except IndexDamagedError as exc:
                 if len(runtimes) == 1:
                     raise

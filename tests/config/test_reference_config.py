@@ -7,12 +7,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx2
 import pytest
 
+from conftest import wait_healthy
 from ep_mcp.config import load_settings
 from ep_mcp.errors import ConfigError
 from fake_provider import serve
@@ -173,16 +173,7 @@ def test_serve_config_serves_a_reference_config_over_http_unchanged(tmp_path: Pa
             )
             base = f"http://127.0.0.1:{port}"
             try:
-                deadline = time.monotonic() + 90
-                while True:
-                    assert proc.poll() is None, log.read_text()
-                    try:
-                        if httpx2.get(f"{base}/health", timeout=1).status_code == 200:
-                            break
-                    except httpx2.HTTPError:
-                        pass
-                    assert time.monotonic() < deadline, "server did not start in 90 s"
-                    time.sleep(0.1)
+                wait_healthy(base, proc, log, 90)
                 found = httpx2.get(f"{base}/search", params={"q": "tomatoes sun"}, timeout=30)
                 assert found.status_code == 200, found.text
                 assert "tomatoes.md" in found.text

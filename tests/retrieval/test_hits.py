@@ -91,6 +91,7 @@ def test_a_candidate_knows_whether_its_file_is_past_its_refresh_date() -> None:
     old = stored(verified_at="2026-05-02", refresh="P7D")
     assert candidate_of(old, 1, {}, {}, PackView(), TODAY).age_stale
     assert not candidate_of(old, 1, {}, {}, PackView(), dt.date(2026, 5, 5)).age_stale
+    assert not candidate_of(old, 1, {}, {}, PackView(), None).age_stale  # no penalty: not judged
     cycle = PackView(refresh_cycle="P30D")
     assert candidate_of(stored(verified_at="2026-04-01"), 1, {}, {}, cycle, TODAY).age_stale
     assert not candidate_of(stored(), 1, {}, {}, cycle, TODAY).age_stale  # never verified

@@ -17,6 +17,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from conftest import wait_healthy
+
 CLI = [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
 
 
@@ -103,16 +105,7 @@ def http_server(
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                assert proc.poll() is None, log.read_text()
-                try:
-                    if httpx2.get(f"{base}/health", timeout=1).status_code == 200:
-                        break
-                except httpx2.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "server did not start in 60 s"
-                time.sleep(0.1)
+            wait_healthy(base, proc, log, 60)
             yield base, log
         finally:
             proc.terminate()

@@ -179,7 +179,7 @@ def _fuse(run: _Run, intent: Intent) -> list[Candidate]:
     )
     wanted = [cid for cid, _ in head] + [cid for cid, _ in legs.lexical[:EVIDENCE_LEXICAL_TOP]]
     run.rows = rows = run.source.chunks_by_ids(list(dict.fromkeys(wanted)))
-    today = today_of(s)
+    today = today_of(s) if s.freshness_penalty else None  # staleness only matters then
     cands = [candidate_of(rows[cid], sc, lex, vec, view, today) for cid, sc in head if cid in rows]
     cands = [c for c in cands if c.path not in view.navigation]
     if not legs.dense:

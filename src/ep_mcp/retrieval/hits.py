@@ -18,16 +18,20 @@ Ranks = dict[int, tuple[int, float]]  # chunk id → (rank from 1, score) in one
 
 
 def candidate_of(
-    sc: StoredChunk, score: float, lex: Ranks, vec: Ranks, view: PackView, today: dt.date
+    sc: StoredChunk, score: float, lex: Ranks, vec: Ranks, view: PackView, today: dt.date | None
 ) -> Candidate:
     """A fused chunk as the stages see it: its score, its ranks in each leg, its file's metadata
-    (whether it is past its refresh date on ``today``, for the boosts' freshness penalty)."""
+    and, when ``today`` is given (a freshness penalty is set), whether the file is past its
+    refresh date then."""
     lr, ls = lex.get(sc.id, (None, None))
     vr, vs = vec.get(sc.id, (None, None))
     info = sc.file.info
-    stale = freshness(
-        info.get("verified_at"), info.get("refresh"), view.refresh_cycle, None, today
-    ).age_stale
+    stale = (
+        today is not None
+        and freshness(
+            info.get("verified_at"), info.get("refresh"), view.refresh_cycle, None, today
+        ).age_stale
+    )
     return Candidate(
         chunk_id=sc.id,
         path=sc.file.path,
