@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from ep_mcp.index.builder import build_index
+from ep_mcp.index.buildstate import BuildCancelled, BuildState
+from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.index.progress import LOG_EVERY_S, Progress
+from ep_mcp.index.store import Store
+from ep_mcp.packs.loader import load_pack
 
 
 class Clock:
@@ -66,3 +73,31 @@ def test_progress_asked_off_is_silent_but_its_observer_still_hears_every_step(
         p.close()
     assert heard == [(0, 3), (1, 3), (3, 3)]
     assert not caplog.records
+
+
+def test_an_embedding_run_cancelled_at_shutdown_logs_where_it_stopped_never_done(
+    make_pack: Callable[[dict[str, str]], Path],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    root = make_pack({f"n{i:03}.md": f"# Note {i}\n\nWord{i} stands alone.\n" for i in range(70)})
+    state = BuildState()
+
+    def observe(done: int, total: int) -> None:
+        if done:  # the first batch is in: the server starts stopping
+            state.cancel()
+        state.observe(done, total)
+
+    store = Store(tmp_path / "i.db", vector_engine="numpy")
+    with (
+        caplog.at_level(logging.INFO, logger="ep_mcp.progress"),
+        state.running(),
+        pytest.raises(BuildCancelled),
+    ):
+        build_index(load_pack(root), store, HashingEmbedder(16), len, observer=observe)
+    lines = [r.getMessage() for r in caplog.records if r.name == "ep_mcp.progress"]
+    assert lines[0] == "embedding chunks: 70 to do"
+    assert lines[-1].startswith("embedding chunks: stopped at 64/70 after ")
+    assert lines[-1].endswith("— the server is stopping")
+    assert not [line for line in lines if "done" in line]
+    assert store.counts()["cached"] == 64  # kept for the next run

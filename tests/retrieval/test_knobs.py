@@ -283,3 +283,17 @@ def test_a_stale_file_is_lowered_by_the_freshness_penalty_end_to_end(
     result = penalised.search(SearchRequest(query, k=5))
     assert [h.source_file for h in result.hits][:2] == ["fresh.md", "aged.md"]
     assert result.hits[1].extra["age_stale"] is True
+
+
+# --- score_ratio: hits far below the best are dropped -------------------------------------------
+
+
+@pytest.mark.parametrize(("ratio", "kept"), [(0.0, 4), (0.5, 1)])
+def test_score_ratio_drops_what_scores_under_that_share_of_the_best(
+    searcher: Callable[..., PackRuntime], ratio: float, kept: int
+) -> None:
+    rt = searcher(DISAGREE, HashingEmbedder(64), score_ratio=ratio, activation_floor=0.0)
+    hits = rt.search(SearchRequest("alpha beta gamma", k=5)).hits
+    assert len(hits) == kept
+    assert hits[0].source_file == "words.md"
+    assert all(h.score >= ratio * hits[0].score for h in hits)

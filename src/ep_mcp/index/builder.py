@@ -162,10 +162,12 @@ def _embed_missing(
             found.update(fresh)
             done += len(batch)
             progress.advance(len(batch))
-    except EmbeddingError as exc:
-        raise PartialEmbedding(found, done, exc) from exc
-    finally:
-        progress.close()
+    except BaseException as exc:  # cancelled, failed or interrupted: never reported done
+        progress.close(stopped=exc)
+        if isinstance(exc, EmbeddingError):
+            raise PartialEmbedding(found, done, exc) from exc
+        raise
+    progress.close()
     return found, done
 
 

@@ -78,13 +78,26 @@ class Progress:
             return None
         return (self.total - self.done) / (self.done / elapsed)
 
-    def close(self) -> None:
+    def close(self, stopped: BaseException | None = None) -> None:
+        """End the bar or log the last line; ``stopped``: why the work ended early (a
+        cancelled or failed run is never reported done)."""
         if self.enabled and self.total:
             self.stream.write("\n")
             self.stream.flush()
         if self.logs:
             elapsed = self._clock() - self._start
-            logger.info("%s: %d/%d done in %.1fs", self.label, self.done, self.total, elapsed)
+            if stopped is None:
+                logger.info("%s: %d/%d done in %.1fs", self.label, self.done, self.total, elapsed)
+            else:
+                why = str(stopped) or type(stopped).__name__
+                logger.info(
+                    "%s: stopped at %d/%d after %.1fs — %s",
+                    self.label,
+                    self.done,
+                    self.total,
+                    elapsed,
+                    why,
+                )
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -224,28 +224,27 @@ def _pending_note(run: _Run) -> list[str]:
 
 def _threshold(run: _Run, cands: list[Candidate], evidence: th.Evidence) -> list[Candidate]:
     """Nothing activated: an empty answer; else drop what scores far below the best."""
-    s = run.settings
-    if not s.adaptive_threshold:
+    if not run.settings.adaptive_threshold:
         return cands
-    if _negative(run, evidence):
-        act = th.activation(evidence, s.coverage_weight)
-        floor = s.activation_floor if act is not None else s.lexical_coverage_floor
+    ts = threshold_settings(run.settings)
+    if _negative(run, evidence, ts):
+        act = th.activation(evidence, ts.coverage_weight)
+        floor = ts.activation_floor if act is not None else ts.lexical_coverage_floor
         shown = f"activation {act:.3f}" if act is not None else f"coverage {evidence.coverage:.2f}"
         run.trace.note(
             "threshold",
             f"nothing activated: {shown} < floor {floor} ({evidence.describe()}) — empty answer",
         )
         return []
-    kept = th.drop_far_below(cands, s.score_ratio)
+    kept = th.drop_far_below(cands, ts.score_ratio)
     run.trace.dropped("threshold", cands, kept, evidence.describe())
     return kept
 
 
-def _negative(run: _Run, evidence: th.Evidence) -> bool:
+def _negative(run: _Run, evidence: th.Evidence, ts: th.ThresholdSettings) -> bool:
     """The activation test; skipped when a benchmark runs the vector leg alone (no coverage)."""
     if run.options.legs == "vector":
         return False
-    ts = threshold_settings(run.settings)
     act = th.activation(evidence, ts.coverage_weight)
     if act is not None and act >= ts.activation_floor:
         return False  # activated whatever the model: no need to look it up
