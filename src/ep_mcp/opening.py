@@ -83,7 +83,7 @@ def _open_pack(
         from ep_mcp.index.artifact import served_settings
 
         cfg = served_settings(cfg)
-    rt = PackRuntime(cfg, settings, embedder, home, executors)
+    rt = PackRuntime(cfg, settings, embedder, home, executors, words_first=build[1])
     if build[0] is not True or cfg.read_only:
         return rt
     return _index_with_retry(rt, show_progress, build[1])

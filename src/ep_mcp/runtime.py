@@ -60,6 +60,7 @@ class PackRuntime:
     embedder: Embedder | None
     home: Path
     executors: LegExecutors | None = None  # shared threads (the library's); else its own
+    words_first: bool = False  # a damaged index found on open is rebuilt words only (serve)
     pack: Pack = field(init=False)
     store: Store = field(init=False)
     view: PackView = field(init=False)  # what the retrieval stages need of the pack, as data
@@ -100,10 +101,12 @@ class PackRuntime:
         return Store(path, read_only=False, vector_engine=engine_name)
 
     def _build_fresh(self, path: Path) -> BuildReport:
-        """Build the whole index of the current pack into a new file at `path`, and close it."""
+        """Build the whole index of the current pack into a new file at `path`, and close it;
+        with ``words_first`` the vectors are left pending for the backfill (the embedding
+        cache lived in the damaged file, so they would all be computed before serving)."""
         store = Store(path, vector_engine=self.settings.index.vector_engine)
         try:
-            return self._update(self.pack, None, store)
+            return self._update(self.pack, None, store, later=self.words_first)
         finally:
             store.close()
 
@@ -264,7 +267,9 @@ class PackRuntime:
         """A new runtime for the same pack (its index reopened: rebuilt if found damaged),
         sharing this one's threads unless they were its own (closed with it)."""
         shared = self.executors if self._own_executors is None else None
-        return PackRuntime(self.config, self.settings, self.embedder, self.home, shared)
+        return PackRuntime(
+            self.config, self.settings, self.embedder, self.home, shared, self.words_first
+        )
 
     def close(self) -> None:
         self.store.close()
