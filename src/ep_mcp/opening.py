@@ -121,12 +121,15 @@ def finish_build(library: Library, lexical_first: bool | None = None) -> None:
     """The start-up build deferred by ``open_library(build="later")``: bring every pack's
     index up to date (words first unless embedding is trivial), then mark the library
     ready. A pack whose index is damaged twice is dropped when others remain; any other
-    failure is kept in ``readiness.error`` (answered to every tool call) and raised."""
+    failure is kept in ``readiness.error`` (answered to every tool call) and raised. Once
+    ``readiness.stopping`` is set, the pack being built is finished and no other begun."""
     later = _words_first(library.embedder, lexical_first)
     started = dict(library.runtimes)
     runtimes = dict(started)
     try:
         for slug, rt in list(runtimes.items()):
+            if library.readiness.stopping.is_set():
+                raise IndexBuildError("the server is stopping — the index build was not finished")
             try:
                 runtimes[slug] = _index_with_retry(rt, None, later)
             except IndexDamagedError as exc:

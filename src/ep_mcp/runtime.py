@@ -290,6 +290,8 @@ class Readiness:
 
     done: threading.Event = field(default_factory=_done)
     error: EpMcpError | None = None
+    stopping: threading.Event = field(default_factory=threading.Event)  # the server stops:
+    # the build finishes the pack it is on (it commits) and starts no other
 
 
 @dataclass

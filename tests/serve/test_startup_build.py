@@ -273,3 +273,41 @@ def test_a_request_waiting_for_the_build_hears_only_of_the_packs_it_may_see(
         held.set()
         finishing.result(timeout=30)
         serve.library.close()
+
+
+def test_stopping_during_the_start_up_build_finishes_the_current_pack_and_begins_no_other(
+    fresh_packs: dict[str, Path],
+    settings_for: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from ep_mcp.index.builder import build_index
+    from ep_mcp.serve import app
+
+    gate, entered, built = threading.Event(), threading.Event(), []
+
+    def held_build(pack: Any, *args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        gate.wait(60)
+        built.append(pack.slug)
+        return build_index(pack, *args, **kwargs)
+
+    monkeypatch.setattr("ep_mcp.runtime.build_index", held_build)
+    library, serve = _later(settings_for(fresh_packs))
+    starting = startup.in_background(lambda: startup.finish(library), "test-index")
+    assert entered.wait(10)  # the first pack's build has begun
+
+    def serve_then_stop() -> None:
+        with app.closing(serve, starting):
+            pass  # the server stops at once: closing waits for the start-up work
+
+    with caplog.at_level(logging.INFO):
+        stopper = threading.Thread(target=serve_then_stop)
+        stopper.start()
+        assert library.readiness.stopping.wait(10)
+        gate.set()
+        stopper.join(20)
+    assert not stopper.is_alive() and starting.done()
+    assert len(built) == 1  # the pack under way committed; the other was never begun
+    assert "the server is stopping" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

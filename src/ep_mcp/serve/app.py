@@ -256,13 +256,14 @@ def artifacts(serve: ServeContext) -> contextlib.AbstractContextManager[object]:
 @contextlib.contextmanager
 def closing(serve: ServeContext, starting: Future[None] | None = None) -> Iterator[ServeContext]:
     """Close what was opened; the start-up work still running (``starting``: the build and
-    what follows it) is let finish first — the build commits, so the next start has nothing to
-    redo, and its stores must not close under it."""
+    what follows it) finishes the pack it is on first — the build commits, so the next start
+    does not redo it, and its stores must not close under it — and begins no other."""
     try:
         yield serve
     finally:
         if starting is not None and not starting.done():
-            logger.info("waiting for the index build to finish before stopping")
+            serve.library.readiness.stopping.set()
+            logger.info("waiting for the index build of the current pack before stopping")
             with contextlib.suppress(Exception):
                 starting.result()
         serve.library.close()

@@ -84,7 +84,10 @@ def finish(library: Library) -> None:
     try:
         finish_build(library)
     except EpMcpError as exc:
-        logger.error("%s", exc.for_cli())
+        if library.readiness.stopping.is_set():  # asked to stop: not a failure
+            logger.info("%s", exc)
+        else:
+            logger.error("%s", exc.for_cli())
         return
     except Exception:  # kept in readiness.error too: every tool call answers it
         logger.exception("the index build failed — the packs cannot be searched")
