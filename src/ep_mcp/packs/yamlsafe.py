@@ -1,22 +1,30 @@
 """Bounded YAML parsing: pure-Python SafeLoader with size, depth and alias limits.
 
-The libyaml ``CSafeLoader`` segfaults on ~25k-deep flow nesting, which a tapped repository
-could use to crash-loop the server, so it only reads texts too small to nest that deep
-(``C_MAX_BYTES``) with no anchor, alias or tag character and few flow brackets — most
+The libyaml ``CSafeLoader`` recurses in C once per nesting level and segfaults when the
+thread's stack runs out (~25k levels on 8 MB, ~800 on 256 KB), which a tapped repository could
+use to crash-loop the server, so it only reads small texts (``C_MAX_BYTES``) that cannot nest
+deeper than ``max_depth`` (``_depth_bound``), with no anchor, alias or tag character and none
+of the spellings where libyaml and PyYAML disagree (tabs, BOMs, `[a? ]`, `|#`) — most
 frontmatter, 20x faster. Its result is checked against the same depth and node limits; any
 doubt or error goes to the pure-Python loader, whose answer and errors are the reference.
-Dates stay strings (``2026-04-21``), so frontmatter round-trips exactly as written.
+Dates stay strings (``2026-04-21``), so frontmatter round-trips exactly as written; so do
+numbers longer than ``MAX_NUMBER_CHARS`` (sexagesimal ``1:0:0:…`` is quadratic to convert and
+huge ints cannot be printed) or that Python cannot convert (``0x_``). Only JSON-like values
+come back: ``!!binary``, ``!!set``, ``!!omap`` and ``!!pairs`` are refused.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.scanner import ScannerError
 
 from ep_mcp.errors import PackError
 
@@ -28,7 +36,8 @@ FRONTMATTER_MAX_NODES = 10_000  # real frontmatter has tens of nodes; parsing co
 MAX_DEPTH = 64
 MAX_ALIASES = 100
 MAX_NODES = 100_000  # nodes, and nodes after alias expansion (a 342-byte bomb has ~4e8)
-C_MAX_BYTES = 4096  # libyaml only below this: nesting ≤ ~2k levels, far from its crash
+C_MAX_BYTES = 4096  # libyaml only below this, and only when it cannot nest past max_depth
+MAX_NUMBER_CHARS = 100  # longer ints and floats stay strings
 
 
 class YamlError(PackError):
@@ -79,6 +88,19 @@ class _BoundedLoader(yaml.SafeLoader):
             raise _LimitExceeded(f"YAML nested deeper than {self._max_depth} levels", line)
         super().fetch_flow_collection_start(TokenClass)
 
+    def scan_flow_scalar(self, style: Any) -> Any:
+        # PyYAML turns `"\\uD800"` into a lone surrogate (unencodable: SQLite and JSON fail
+        # later) and `"\\U00110000"` into a ValueError; both are invalid YAML escapes.
+        start = self.get_mark()
+        try:
+            token = super().scan_flow_scalar(style)
+        except ValueError:
+            token = None
+        if token is None or _SURROGATE.search(token.value):
+            problem = "escape outside Unicode (a surrogate or past U+10FFFF)"
+            raise ScannerError(None, None, f"{problem} — write the character itself", start)
+        return token
+
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         if self.check_event(AliasEvent):
             self.alias_count += 1
@@ -99,25 +121,78 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _timestamp_as_str(loader: yaml.SafeLoader, node: ScalarNode) -> str:
     return loader.construct_scalar(node)
 
 
-_BoundedLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_str)
+def _bounded_number(base: Any) -> Any:
+    """``base``, except that long or unconvertible numbers stay strings as written."""
+
+    def construct(loader: yaml.SafeLoader, node: ScalarNode) -> Any:
+        text = loader.construct_scalar(node)
+        if len(text) > MAX_NUMBER_CHARS:
+            return text
+        try:
+            return base(loader, node)
+        except (ArithmeticError, LookupError, ValueError):
+            return text
+
+    return construct
+
+
+def _refuse(loader: yaml.SafeLoader, node: Node) -> None:
+    tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
+    problem = f"YAML tag {tag} is not supported — use a plain string, list or mapping"
+    raise ConstructorError(None, None, problem, node.start_mark)
+
+
+def _restrict(cls: Any) -> None:
+    """Dates as strings, bounded numbers, and no value a JSON document could not hold."""
+    cls.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_str)
+    for kind in ("int", "float"):
+        base = yaml.SafeLoader.yaml_constructors[f"tag:yaml.org,2002:{kind}"]
+        cls.add_constructor(f"tag:yaml.org,2002:{kind}", _bounded_number(base))
+    for kind in ("binary", "set", "omap", "pairs"):
+        cls.add_constructor(f"tag:yaml.org,2002:{kind}", _refuse)
 
 
 class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """libyaml's safe loader, dates as strings (only for texts ``_fast_ok`` lets through)."""
 
 
-_FastLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_str)
+_restrict(_BoundedLoader)
+_restrict(_FastLoader)
+
+# Anchors, aliases, tags, directives; and spellings libyaml accepts but PyYAML refuses or
+# reads otherwise: tabs (`a:\tb`), a BOM after a line break, `|#c`, `[a? ]` (checked below).
+_NOT_FAST = re.compile(r"[&*!%\t\ufeff]|[|>][-+0-9]*#")
+_BREAK = re.compile("\r\n?|[\n\x85\u2028\u2029]")
+_INDICATOR = re.compile(r"[-?:](?=[ \t]|$)")
+
+
+def _depth_bound(text: str) -> int:
+    """An upper bound on the nesting depth of ``text`` (scalars included), cheap to compute.
+
+    Block collections around a line start at columns no deeper than its indentation, two per
+    column at most (a sequence under a key at the key's column); those starting on the line
+    follow a `- `, `? ` or `: `; each flow level has its own bracket and at most one `a: b`.
+    """
+    worst = 0
+    for line in _BREAK.split(text):
+        indent = len(line) - len(line.lstrip(" "))
+        worst = max(worst, 2 * (indent + 1) + len(_INDICATOR.findall(line)))
+    return worst + 2 * (text.count("[") + text.count("{")) + 1
 
 
 def _fast_ok(text: str, max_depth: int) -> bool:
     return (
         len(text) <= C_MAX_BYTES
-        and not any(c in text for c in "&*!%")
-        and text.count("[") + text.count("{") < max_depth
+        and not _NOT_FAST.search(text)
+        and not ("?" in text and ("[" in text or "{" in text))
+        and _depth_bound(text) <= max_depth
     )
 
 
@@ -142,7 +217,7 @@ def _load_fast(text: str, max_depth: int, max_nodes: int) -> tuple[bool, Any]:
         return False, None
     try:
         value = yaml.load(text, Loader=_FastLoader)  # a safe loader
-    except (yaml.YAMLError, ValueError, TypeError):
+    except Exception:
         return False, None  # the pure loader says what is wrong, with its own words
     if value is None:
         return True, None
@@ -221,6 +296,9 @@ def load_yaml(
         raise YamlError(source, f"invalid YAML: {problem}", _line_of(mark)) from None
     except yaml.YAMLError as exc:
         raise YamlError(source, f"invalid YAML: {' '.join(str(exc).split())}") from None
+    except (ArithmeticError, LookupError, TypeError, ValueError) as exc:  # e.g. `!!bool maybe`
+        problem = " ".join(str(exc).split()) or type(exc).__name__
+        raise YamlError(source, f"invalid YAML value ({problem}) — fix or quote it") from None
     finally:
         if loader is not None:
             loader.dispose()
