@@ -72,6 +72,10 @@ class IndexBuildError(EpMcpError):
     """An index could not be built or opened."""
 
 
+class BuildStopped(IndexBuildError):
+    """The server stopped before its start-up build was finished (a stop, not a failure)."""
+
+
 class IndexDamagedError(IndexBuildError):
     """An index file is damaged: corrupt, truncated, empty, or not an ep-mcp index at all."""
 

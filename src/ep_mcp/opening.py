@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Literal
 
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import EpMcpError, IndexBuildError, IndexDamagedError, NotFoundError
+from ep_mcp.errors import (
+    BuildStopped,
+    EpMcpError,
+    IndexBuildError,
+    IndexDamagedError,
+    NotFoundError,
+)
 from ep_mcp.index.embed.base import Embedder, query_cost
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.retrieval.source import LegExecutors
@@ -86,7 +92,7 @@ def _open_pack(
     rt = PackRuntime(cfg, settings, embedder, home, executors, words_first=build[1])
     if build[0] is not True or cfg.read_only:
         return rt
-    return _index_with_retry(rt, show_progress, build[1])
+    return _index_with_retry(rt, show_progress)
 
 
 def _words_first(embedder: Embedder | None, lexical_first: bool | None) -> bool:
@@ -95,43 +101,40 @@ def _words_first(embedder: Embedder | None, lexical_first: bool | None) -> bool:
     return query_cost(embedder) != "trivial" if lexical_first is None else lexical_first
 
 
-def _index_with_retry(
-    rt: PackRuntime, show_progress: bool | None, lexical_first: bool
-) -> PackRuntime:
-    """``rt`` (just opened, its pack just read) with its index brought up to date; an index
-    found damaged meanwhile is marked, closed and reopened (rebuilt) once — the runtime
-    returned is then a new one."""
+def _index_with_retry(rt: PackRuntime, show_progress: bool | None) -> PackRuntime:
+    """``rt`` (just opened, its pack just read) with its index brought up to date (words
+    first when ``rt.words_first``); an index found damaged meanwhile is marked, closed and
+    reopened (rebuilt) once — the runtime returned is then a new one."""
     if rt.config.read_only:
         return rt
     try:
-        rt.index(show_progress=show_progress, reload=False, lexical_first=lexical_first)
+        rt.index(show_progress=show_progress, reload=False, lexical_first=rt.words_first)
         return rt
     except IndexDamagedError:
         rt.close()
     again = rt.reopen()
     try:
-        again.index(show_progress=show_progress, reload=False, lexical_first=lexical_first)
+        again.index(show_progress=show_progress, reload=False, lexical_first=again.words_first)
     except IndexDamagedError:
         again.close()
         raise
     return again
 
 
-def finish_build(library: Library, lexical_first: bool | None = None) -> None:
+def finish_build(library: Library) -> None:
     """The start-up build deferred by ``open_library(build="later")``: bring every pack's
-    index up to date (words first unless embedding is trivial), then mark the library
+    index up to date (words first when the runtime was opened so), then mark the library
     ready. A pack whose index is damaged twice is dropped when others remain; any other
     failure is kept in ``readiness.error`` (answered to every tool call) and raised. Once
     ``readiness.stopping`` is set, the pack being built is finished and no other begun."""
-    later = _words_first(library.embedder, lexical_first)
     started = dict(library.runtimes)
     runtimes = dict(started)
     try:
         for slug, rt in list(runtimes.items()):
             if library.readiness.stopping.is_set():
-                raise IndexBuildError("the server is stopping — the index build was not finished")
+                raise BuildStopped("the server is stopping — the index build was not finished")
             try:
-                runtimes[slug] = _index_with_retry(rt, None, later)
+                runtimes[slug] = _index_with_retry(rt, None)
             except IndexDamagedError as exc:
                 if len(runtimes) == 1:
                     raise

@@ -324,6 +324,8 @@ class Library:
     def check_ready(self, retry: str) -> None:
         """Raise unless the start-up build is over and went well: BuildingError naming each
         pack's phase (``retry``: what to do again, e.g. "call ep_search"), or its error."""
+        if not self.readiness.done.is_set() and self.readiness.stopping.is_set():
+            raise BuildingError("the server is stopping — ask again once it is back")
         if not self.readiness.done.is_set():
             raise BuildingError(
                 f"the packs are still being indexed ({self.phases()}) — {retry} again in a "

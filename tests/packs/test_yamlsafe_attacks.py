@@ -108,7 +108,7 @@ def test_numbers_python_cannot_convert_stay_strings(text: str, expected: Any) ->
         'a: "\\U00110000"',  # chr(0x110000): ValueError
         'a: "\\uD800"',  # a lone surrogate: unencodable, fails in SQLite or JSON later
         'a:\n  b: ["\\udc00"]',
-        'a: "\\uD83D\\uDE00"',  # a JSON-style pair is two surrogates in YAML, not an emoji
+        'a: "\\uDE00\\uD83D"',  # a pair in the wrong order is two lone surrogates
         "a: !!bool maybe",  # KeyError
     ],
 )
@@ -117,6 +117,11 @@ def test_values_python_cannot_hold_are_yaml_errors(text: str) -> None:
         load_yaml(text)
     assert not isinstance(info.value, YamlLimitError)
     assert "\n" not in str(info.value)
+
+
+def test_a_json_style_surrogate_pair_is_the_one_character_it_spells() -> None:
+    assert load_yaml('a: "Rocket \\uD83D\\uDE80"') == {"a": "Rocket \U0001f680"}
+    assert load_yaml('a: ["\\ud83d\\ude00", x]') == {"a": ["\U0001f600", "x"]}
 
 
 def test_a_bad_escape_in_frontmatter_is_a_problem_not_an_exception() -> None:

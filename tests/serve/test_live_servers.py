@@ -185,6 +185,43 @@ def test_two_http_workers_serve_one_port_from_the_same_settings(
             proc.wait(timeout=20)
 
 
+def test_http_workers_with_the_local_model_serve_a_pack_built_whole(
+    packs: dict[str, Path], tmp_path: Path
+) -> None:
+    """Workers have no backfill: their parent builds the vectors in before they start, so the
+    first answers are hybrid and nothing stays pending."""
+    env = {**os.environ, "EP_MCP_HOME": str(tmp_path / "home")}
+    port = free_port()
+    log = tmp_path / "workers.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*CLI, "serve", str(packs["beta"]), "--transport", "http", "--port", str(port),
+             "--workers", "2", "--index-dir", str(tmp_path / "idx")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                assert proc.poll() is None, log.read_text()
+                try:
+                    r = httpx2.get(f"http://127.0.0.1:{port}/health", timeout=2)
+                    if r.status_code == 200:
+                        break
+                except httpx2.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            assert r.json()["index"]["pending"] == 0, r.json()
+            assert r.json()["index"]["phase"] == "ready", r.json()
+            found = httpx2.get(f"http://127.0.0.1:{port}/search?q=compost", timeout=10).json()
+            assert found["mode"] == "hybrid" and found["results"], found
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+
+
 def test_a_port_in_use_is_one_line_and_exit_1_before_any_announcement(
     packs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -213,3 +250,39 @@ def test_a_port_in_use_is_one_line_and_exit_1_before_any_announcement(
     assert result.returncode == 1, result.stderr
     assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
     assert "serving" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sigterm_stops_a_stdio_server_as_ctrl_c_does(
+    packs: dict[str, Path], tmp_path: Path
+) -> None:
+    """A desktop host may stop its server with SIGTERM: the server closes its packs (the
+    start-up build finishes the pack under way) and exits 0, as the HTTP server does."""
+    import json
+    import signal
+
+    env = {**os.environ, "EP_MCP_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [*CLI, "serve", str(packs["beta"]), "--provider", "hashing"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    proc.stdin.write((json.dumps(hello) + "\n").encode())
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1  # it is serving
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err.decode()
+    assert "ep-mcp: stopped" in err.decode() and "Traceback" not in err.decode()

@@ -311,3 +311,40 @@ def test_stopping_during_the_start_up_build_finishes_the_current_pack_and_begins
     assert len(built) == 1  # the pack under way committed; the other was never begun
     assert "the server is stopping" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_call_waiting_for_the_build_is_told_at_once_when_the_server_stops(
+    fresh_packs: dict[str, Path], settings_for: Any, held: threading.Event
+) -> None:
+    from ep_mcp.errors import BuildingError
+
+    library, _ = _later(settings_for(fresh_packs))
+    starting = startup.in_background(lambda: startup.finish(library), "test-index")
+
+    async def go() -> None:
+        async def stop_soon() -> None:
+            await anyio.sleep(0.3)
+            library.readiness.stopping.set()
+
+        with anyio.fail_after(5):  # not the 30 s a waiting call is otherwise given
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_soon)
+                with pytest.raises(BuildingError, match="the server is stopping"):
+                    await mcp_server.until_ready(library, "call ep_search")
+
+    anyio.run(go)
+    held.set()
+    starting.result(timeout=30)
+
+
+def test_the_http_server_tells_the_build_when_a_stop_signal_arrives() -> None:
+    import signal
+
+    import uvicorn
+
+    from ep_mcp.serve.app import _server_class
+
+    told = threading.Event()
+    server = _server_class()(uvicorn.Config(app=None), told.set)
+    server.handle_exit(signal.SIGTERM, None)
+    assert told.is_set() and server.should_exit

@@ -43,7 +43,7 @@ def test_a_damaged_index_met_on_opening_is_rebuilt_without_embedding_then_backfi
         assert embedder.documents == 0  # the rebuild before the handshake embedded nothing
         assert counts["chunks"] > 0 and counts["pending"] == counts["chunks"]
         assert list(path.parent.glob("index.db.corrupt-*")), "the damaged file is kept aside"
-        finish_build(lib, lexical_first=True)  # as `serve` does with a model
+        finish_build(lib)
         hits = rt.search(SearchRequest("compost greens browns", k=3)).hits
         assert hits and hits[0].source_file == "compost.md"  # answered by words meanwhile
         report = rt.backfill()
@@ -66,3 +66,27 @@ def test_the_cli_build_still_rebuilds_a_damaged_index_whole(
         assert lib.get("beta").store.counts()["pending"] == 0
     finally:
         lib.close()
+
+
+def test_a_worker_meeting_a_damaged_index_rebuilds_it_with_its_vectors(
+    fresh_packs: dict[str, Path], settings_for: Any
+) -> None:
+    """`--workers` processes have no backfill: a vector left pending there would stay so."""
+    import dataclasses
+
+    from starlette.testclient import TestClient
+
+    from ep_mcp.serve.app import worker_app
+
+    base = settings_for(fresh_packs)
+    settings = dataclasses.replace(
+        base, embedding=dataclasses.replace(base.embedding, provider="local")
+    )
+    open_library(settings, settings.home).close()  # what the parent built
+    path = fresh_packs["beta"] / ".ep-mcp" / "index.db"
+    DAMAGE["zeroed header"](path)
+    app = worker_app(settings)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        index = client.get("/health").json()["index"]
+    assert index["pending"] == 0 and index["phase"] == "ready", index
+    assert list(path.parent.glob("index.db.corrupt-*")), "the damaged file is kept aside"

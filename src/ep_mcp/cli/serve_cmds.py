@@ -127,12 +127,15 @@ def serve_cmd(
     else:
         watching = settings.server.watch and not zero and workers == 1 if watch is None else watch
     # The model loads and the packs open while the MCP SDK imports. One process then answers
-    # at once and builds the indexes on a thread (tools wait for it: Library.readiness);
-    # workers open indexes their parent built first.
+    # at once and builds the indexes on a thread (tools wait for it: Library.readiness),
+    # words first: its backfill thread adds the vectors. Workers have no backfill: their
+    # parent builds whole (vectors included) before they start.
     embedder = startup.warming(settings)
     build: bool | Literal["later"] = "later" if workers == 1 else True
+    words_first = None if workers == 1 else False
     opening = startup.in_background(
-        lambda: startup.open_packs(settings, embedder, build=build), "ep-mcp-open-packs"
+        lambda: startup.open_packs(settings, embedder, build=build, lexical_first=words_first),
+        "ep-mcp-open-packs",
     )
     from ep_mcp.serve import app
 
@@ -157,16 +160,19 @@ def serve_cmd(
             err=True,
         )
 
-    with app.closing(serve, starting):
-        app.run(
-            serve,
-            ring,
-            settings,
-            "http" if chosen == "http" else "stdio",
-            watch=watching,
-            workers=workers,
-            on_ready=announce,
-        )
+    try:
+        with app.closing(serve, starting):
+            app.run(
+                serve,
+                ring,
+                settings,
+                "http" if chosen == "http" else "stdio",
+                watch=watching,
+                workers=workers,
+                on_ready=announce,
+            )
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM over stdio: a requested stop, as over HTTP
+        click.echo("ep-mcp: stopped", err=True)
 
 
 @bench.command("serve")

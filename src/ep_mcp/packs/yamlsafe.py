@@ -90,14 +90,20 @@ class _BoundedLoader(yaml.SafeLoader):
 
     def scan_flow_scalar(self, style: Any) -> Any:
         # PyYAML turns `"\\uD800"` into a lone surrogate (unencodable: SQLite and JSON fail
-        # later) and `"\\U00110000"` into a ValueError; both are invalid YAML escapes.
+        # later) and `"\\U00110000"` into a ValueError: both are refused. A JSON-style pair
+        # (`"\\uD83D\\uDE80"`, as `json.dumps` writes an emoji) becomes its one character.
         start = self.get_mark()
         try:
             token = super().scan_flow_scalar(style)
         except ValueError:
             token = None
-        if token is None or _SURROGATE.search(token.value):
-            problem = "escape outside Unicode (a surrogate or past U+10FFFF)"
+        if token is not None and _SURROGATE.search(token.value):
+            try:
+                token.value = token.value.encode("utf-16", "surrogatepass").decode("utf-16")
+            except UnicodeDecodeError:  # a surrogate without its other half
+                token = None
+        if token is None:
+            problem = "escape outside Unicode (a lone surrogate or past U+10FFFF)"
             raise ScannerError(None, None, f"{problem} — write the character itself", start)
         return token
 

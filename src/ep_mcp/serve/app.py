@@ -11,7 +11,9 @@ import contextlib
 import errno
 import functools
 import logging
+import signal
 import socket
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal
 
@@ -138,8 +140,30 @@ def run_stdio(serve: ServeContext, watch: bool) -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    with watching(serve.library, watch), backfilling(serve.library), artifacts(serve):
+    with (
+        _sigterm_as_interrupt(),  # a host's SIGTERM stops as Ctrl-C does: `closing` runs
+        watching(serve.library, watch),
+        backfilling(serve.library),
+        artifacts(serve),
+    ):
         anyio.run(go)
+    serve.library.readiness.stopping.set()  # the client is gone: start no other pack
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread (tests run servers on others)
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _uvicorn_options(server: ServerSettings) -> dict[str, object]:
@@ -183,6 +207,24 @@ def service_url(server: ServerSettings) -> str:
     return f"http://{host}:{server.port}"
 
 
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, telling the start-up build the moment a stop signal arrives
+        (before requests drain): it begins no other pack, and waiting calls are told."""
+
+        def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+            super().__init__(config)
+            self._on_exit = on_exit
+
+        def handle_exit(self, sig: int, frame: object) -> None:
+            self._on_exit()
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
+    return Server
+
+
 def run_http(
     serve: ServeContext, ring: KeyRing, server: ServerSettings, watch: bool, on_ready: OnReady
 ) -> None:
@@ -201,7 +243,8 @@ def run_http(
     config = uvicorn.Config(app, **_uvicorn_options(server))  # type: ignore[arg-type]
     sock = bind(server.host, server.port)
     on_ready(service_url(server))
-    uvicorn.Server(config).run(sockets=[sock])
+    server_class = _server_class()
+    server_class(config, serve.library.readiness.stopping.set).run(sockets=[sock])
 
 
 def run_http_workers(
@@ -236,7 +279,8 @@ def worker_app(settings: Settings) -> Starlette:
 
     from ep_mcp.serve.http_app import create_app
 
-    serve, ring = open_context(settings, build=False, child_env=os.environ)
+    # no backfill here: an index found damaged is rebuilt whole, vectors included
+    serve, ring = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:

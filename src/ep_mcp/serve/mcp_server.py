@@ -72,9 +72,9 @@ async def until_ready(library: Library, retry: str, progress: Progress | None = 
     loop nor a thread), then raise if it is still running or failed (`Library.check_ready`).
     ``library`` is the caller's view: what it is told names only the packs it may see.
     ``progress`` hears, about every second, how long it has waited and each pack's phase."""
-    done = library.readiness.done
+    done, stopping = library.readiness.done, library.readiness.stopping
     waited, told = 0.0, -READY_TELL_S
-    while not done.is_set() and waited < READY_WAIT_S:
+    while not done.is_set() and not stopping.is_set() and waited < READY_WAIT_S:
         if progress is not None and waited - told >= READY_TELL_S:
             told = waited
             await progress(waited, f"waiting for the index build ({library.phases()})")

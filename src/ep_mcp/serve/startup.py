@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ep_mcp.config import Settings
-from ep_mcp.errors import ConfigError, EpMcpError
+from ep_mcp.errors import BuildStopped, ConfigError, EpMcpError
 
 if TYPE_CHECKING:  # what the model thread needs is imported first, the rest after it starts
     from ep_mcp.index.embed.base import Embedder
@@ -83,11 +83,11 @@ def finish(library: Library) -> None:
         return  # opened with its build done (or none to do)
     try:
         finish_build(library)
+    except BuildStopped as exc:  # asked to stop: not a failure
+        logger.info("%s", exc)
+        return
     except EpMcpError as exc:
-        if library.readiness.stopping.is_set():  # asked to stop: not a failure
-            logger.info("%s", exc)
-        else:
-            logger.error("%s", exc.for_cli())
+        logger.error("%s", exc.for_cli())
         return
     except Exception:  # kept in readiness.error too: every tool call answers it
         logger.exception("the index build failed — the packs cannot be searched")
