@@ -6,7 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -167,17 +166,8 @@ def test_two_http_workers_serve_one_port_from_the_same_settings(
             env=env,
         )
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                assert proc.poll() is None, log.read_text()
-                try:
-                    r = httpx2.get(f"http://127.0.0.1:{port}/search?q=compost", timeout=2)
-                    if r.status_code == 200:
-                        break
-                except httpx2.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
+            wait_healthy(f"http://127.0.0.1:{port}", proc, log, 60)
+            r = httpx2.get(f"http://127.0.0.1:{port}/search?q=compost", timeout=10)
             assert r.json()["results"][0]["source_file"] == "compost.md"
             assert f"on http://127.0.0.1:{port}" in log.read_text()
         finally:
@@ -202,17 +192,8 @@ def test_http_workers_with_the_local_model_serve_a_pack_built_whole(
             env=env,
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                assert proc.poll() is None, log.read_text()
-                try:
-                    r = httpx2.get(f"http://127.0.0.1:{port}/health", timeout=2)
-                    if r.status_code == 200:
-                        break
-                except httpx2.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
+            wait_healthy(f"http://127.0.0.1:{port}", proc, log, 120)
+            r = httpx2.get(f"http://127.0.0.1:{port}/health", timeout=10)
             assert r.json()["index"]["pending"] == 0, r.json()
             assert r.json()["index"]["phase"] == "ready", r.json()
             found = httpx2.get(f"http://127.0.0.1:{port}/search?q=compost", timeout=10).json()

@@ -3,10 +3,12 @@ build has finished with it, nothing stalls the event loop while waiting, a failu
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,19 @@ def _later(settings: Any) -> tuple[Library, ServeContext]:
     return library, serve
 
 
+@contextlib.contextmanager
+def building(library: Library, gate: threading.Event) -> Iterator[Future[None]]:
+    """``library``'s start-up build running on a thread; on leaving, the held build is let go
+    (``gate``), waited for, and the library closed."""
+    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
+    try:
+        yield finishing
+    finally:
+        gate.set()
+        finishing.result(timeout=30)
+        library.close()
+
+
 def _client(serve: ServeContext) -> httpx2.AsyncClient:
     app = create_app(serve, serve.library.settings.server, KeyRing.build({}, {}, ()))
     transport = httpx2.ASGITransport(app=app)
@@ -66,9 +81,8 @@ def test_a_search_waiting_for_the_build_does_not_stall_health(
     monkeypatch.setattr(mcp_server, "READY_WAIT_S", 3.0)
     library, serve = _later(settings_for(fresh_packs))
     assert serve.inline  # hashing: tool calls run on the event loop itself
-    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
     seen: dict[str, Any] = {}
-    try:
+    with building(library, held):
 
         async def go() -> None:
             async with _client(serve) as c:
@@ -92,10 +106,6 @@ def test_a_search_waiting_for_the_build_does_not_stall_health(
         assert seen["health_s"] < 1.0 and seen["phase"] == "indexing"
         status, body = seen["search"]
         assert status == 503 and "still being indexed" in body["error"]["message"]
-    finally:
-        held.set()
-        finishing.result(timeout=30)
-        serve.library.close()
 
 
 def test_the_workbench_does_not_answer_from_the_index_of_before_the_restart(
@@ -111,8 +121,7 @@ def test_the_workbench_does_not_answer_from_the_index_of_before_the_restart(
     monkeypatch.setattr(mcp_server, "READY_WAIT_S", 0.3)
     gate = hold_builds(monkeypatch)  # only now: the earlier run above built unheld
     library, serve = _later(settings)
-    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
-    try:
+    with building(library, gate) as finishing:
 
         async def during() -> tuple[httpx2.Response, httpx2.Response]:
             async with _client(serve) as c:
@@ -133,9 +142,6 @@ def test_the_workbench_does_not_answer_from_the_index_of_before_the_restart(
 
         got = anyio.run(after)
         assert got.status_code == 200 and "123456" not in got.text
-    finally:
-        gate.set()
-        serve.library.close()
 
 
 def test_a_call_waiting_for_the_build_runs_on_the_runtime_the_build_reopened(
@@ -154,8 +160,7 @@ def test_a_call_waiting_for_the_build_runs_on_the_runtime_the_build_reopened(
 
     monkeypatch.setattr(PackRuntime, "index", index)
     library, serve = _later(settings_for(fresh_packs))
-    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
-    try:
+    with building(library, gate) as finishing:
 
         async def go() -> None:
             async with Client(build_server(serve)) as c:
@@ -168,9 +173,6 @@ def test_a_call_waiting_for_the_build_runs_on_the_runtime_the_build_reopened(
         anyio.run(go)
         finishing.result(timeout=30)
         assert library.runtimes["beta"] is not damaged[0]
-    finally:
-        gate.set()
-        serve.library.close()
 
 
 @pytest.mark.parametrize("failure", [RuntimeError("tokenizer failed"), OSError(28, "No space")])
@@ -211,13 +213,12 @@ def test_a_call_waiting_for_the_build_hears_its_progress_when_it_asked(
     held: threading.Event,
 ) -> None:
     library, serve = _later(settings_for(fresh_packs))
-    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
     heard: list[tuple[float, str | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         heard.append((done, message))
 
-    try:
+    with building(library, held):
 
         async def go() -> None:
             async with Client(build_server(serve)) as c:
@@ -233,10 +234,6 @@ def test_a_call_waiting_for_the_build_hears_its_progress_when_it_asked(
         assert heard and all("waiting for the index build" in (m or "") for _, m in heard)
         assert "beta indexing" in (heard[0][1] or "")
         assert [d for d, _ in heard] == sorted(d for d, _ in heard)
-    finally:
-        held.set()
-        finishing.result(timeout=30)
-        serve.library.close()
 
 
 def test_a_request_waiting_for_the_build_hears_only_of_the_packs_it_may_see(
@@ -251,8 +248,7 @@ def test_a_request_waiting_for_the_build_hears_only_of_the_packs_it_may_see(
     settings = settings_for(fresh_packs, alpha_keys=("sk-alpha",))
     library = startup.open_packs(settings, None, build="later")
     serve, ring = open_context(settings, library=library)
-    finishing = startup.in_background(lambda: startup.finish(library), "ep-mcp-index")
-    try:
+    with building(library, held):
         app = create_app(serve, settings.server, ring)
 
         async def go() -> tuple[httpx2.Response, str]:
@@ -269,10 +265,6 @@ def test_a_request_waiting_for_the_build_hears_only_of_the_packs_it_may_see(
         assert api.status_code == 503 and "beta indexing" in api.text
         assert "beta indexing" in told
         assert "alpha" not in api.text and "alpha" not in told
-    finally:
-        held.set()
-        finishing.result(timeout=30)
-        serve.library.close()
 
 
 def test_stopping_during_the_start_up_build_finishes_the_current_pack_and_begins_no_other(
@@ -319,7 +311,6 @@ def test_a_call_waiting_for_the_build_is_told_at_once_when_the_server_stops(
     from ep_mcp.errors import BuildingError
 
     library, _ = _later(settings_for(fresh_packs))
-    starting = startup.in_background(lambda: startup.finish(library), "test-index")
 
     async def go() -> None:
         async def stop_soon() -> None:
@@ -332,9 +323,8 @@ def test_a_call_waiting_for_the_build_is_told_at_once_when_the_server_stops(
                 with pytest.raises(BuildingError, match="the server is stopping"):
                     await mcp_server.until_ready(library, "call ep_search")
 
-    anyio.run(go)
-    held.set()
-    starting.result(timeout=30)
+    with building(library, held):
+        anyio.run(go)
 
 
 def test_the_http_server_tells_the_build_when_a_stop_signal_arrives() -> None:

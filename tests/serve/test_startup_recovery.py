@@ -23,16 +23,21 @@ class Counting(HashingEmbedder):
         return super().embed_documents(texts)
 
 
+def damaged_beta(packs: dict[str, Path], settings: Any, embedder: Any = "auto") -> Path:
+    """beta indexed whole, vectors included, then its index file damaged; returns the file."""
+    open_library(settings, settings.home, embedder=embedder).close()
+    path = packs["beta"] / ".ep-mcp" / "index.db"
+    assert path.is_file()
+    DAMAGE["zeroed header"](path)
+    return path
+
+
 def test_a_damaged_index_met_on_opening_is_rebuilt_without_embedding_then_backfilled(
     fresh_packs: dict[str, Path], settings_for: Any
 ) -> None:
     settings = settings_for(fresh_packs)
     embedder = Counting(64)
-    open_library(settings, settings.home, embedder=embedder).close()  # a complete index
-    path = fresh_packs["beta"] / ".ep-mcp" / "index.db"
-    assert path.is_file()
-    DAMAGE["zeroed header"](path)
-
+    path = damaged_beta(fresh_packs, settings, embedder)
     embedder.documents = 0
     lib = open_library(
         settings, settings.home, embedder=embedder, build="later", lexical_first=True
@@ -58,10 +63,10 @@ def test_the_cli_build_still_rebuilds_a_damaged_index_whole(
     fresh_packs: dict[str, Path], settings_for: Any
 ) -> None:
     settings = settings_for(fresh_packs)
-    open_library(settings, settings.home).close()
-    path = fresh_packs["beta"] / ".ep-mcp" / "index.db"
-    DAMAGE["zeroed header"](path)
-    lib = open_library(settings, settings.home)  # `ep-mcp index`: build now, vectors included
+    embedder = Counting(64)
+    damaged_beta(fresh_packs, settings, embedder)
+    # `ep-mcp index`: build now, vectors included
+    lib = open_library(settings, settings.home, embedder=embedder)
     try:
         assert lib.get("beta").store.counts()["pending"] == 0
     finally:
@@ -82,9 +87,7 @@ def test_a_worker_meeting_a_damaged_index_rebuilds_it_with_its_vectors(
     settings = dataclasses.replace(
         base, embedding=dataclasses.replace(base.embedding, provider="local")
     )
-    open_library(settings, settings.home).close()  # what the parent built
-    path = fresh_packs["beta"] / ".ep-mcp" / "index.db"
-    DAMAGE["zeroed header"](path)
+    path = damaged_beta(fresh_packs, settings)  # what the parent built, then damaged
     app = worker_app(settings)
     with TestClient(app, base_url="http://127.0.0.1") as client:
         index = client.get("/health").json()["index"]
