@@ -286,12 +286,13 @@ def _done() -> threading.Event:
 @dataclass
 class Readiness:
     """Whether a library's start-up build is over (at once when it had none to do), and the
-    error that ended it, if one did. Shared by the views of one library."""
+    error that ended it, if one did; ``stopping``: the server is stopping, so the build
+    finishes the pack it is on (it commits) and begins no other. Shared by the views of one
+    library."""
 
     done: threading.Event = field(default_factory=_done)
     error: EpMcpError | None = None
-    stopping: threading.Event = field(default_factory=threading.Event)  # the server stops:
-    # the build finishes the pack it is on (it commits) and starts no other
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -324,9 +325,9 @@ class Library:
     def check_ready(self, retry: str) -> None:
         """Raise unless the start-up build is over and went well: BuildingError naming each
         pack's phase (``retry``: what to do again, e.g. "call ep_search"), or its error."""
-        if not self.readiness.done.is_set() and self.readiness.stopping.is_set():
-            raise BuildingError("the server is stopping — ask again once it is back")
         if not self.readiness.done.is_set():
+            if self.readiness.stopping.is_set():
+                raise BuildingError("the server is stopping — ask again once it is back")
             raise BuildingError(
                 f"the packs are still being indexed ({self.phases()}) — {retry} again in a "
                 "few seconds"
