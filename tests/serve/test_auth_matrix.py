@@ -547,3 +547,52 @@ def test_workbench_pages_give_no_pack_content_without_its_key(serve_ctx: Any) ->
         assert status == 200 and "Routing moves packets" in out.decode()
 
     run_app(serve, ring, fn)
+
+
+SMUGGLED_PACK = [
+    "/search?q=routing+moves+packets&pack=beta&pack=alpha",  # a repeated parameter
+    "/search?q=routing+moves+packets&pack=alpha&pack=beta",
+    "/search?q=routing+moves+packets&pack=ALPHA",
+    "/search?q=routing+moves+packets&pack=alpha%00",
+    "/search?q=routing+moves+packets&pack=%20alpha",
+    "/search?q=routing+moves+packets&pack=beta/../alpha",
+    "/search?q=routing+moves+packets&pack=beta,alpha",
+    "/search?q=routing+moves+packets&pack[]=alpha",
+    "/search?q=routing+moves+packets&Pack=alpha",
+]
+SMUGGLED_BODIES = [
+    b'{"q": "routing moves packets", "pack": "beta", "pack": "alpha"}',  # a repeated key
+    b'{"q": "routing moves packets", "pack": ["alpha"]}',
+    b'{"q": "routing moves packets", "pack": {"slug": "alpha"}}',
+    b'{"q": "routing moves packets", "packs": ["alpha"]}',
+]
+
+
+def test_another_packs_key_cannot_smuggle_the_keyed_pack_into_search(serve_ctx: Any) -> None:
+    """beta's key, asking for alpha by a repeated parameter or key, another spelling of the
+    slug, a list or an object: never alpha's content, never a 5xx."""
+    serve, ring = serve_ctx
+    beta_key = [(b"authorization", b"Bearer sk-beta")]
+
+    async def fn(app: Any) -> None:
+        for target in SMUGGLED_PACK:
+            status, out = await asgi_request(app, "GET", target, beta_key)
+            assert status < 500 and not leaks(out, ALPHA_MARKERS), (target, status, out[:300])
+        json_type = [*beta_key, (b"content-type", b"application/json")]
+        for body in SMUGGLED_BODIES:
+            status, out = await asgi_request(app, "POST", "/search", json_type, body)
+            assert status < 500 and not leaks(out, ALPHA_MARKERS), (body, status, out[:300])
+        for arguments in (
+            {"query": "routing moves packets", "pack": "ALPHA"},
+            {"query": "routing moves packets", "pack": ["alpha"]},
+            {"path": "../alpha/overview.md", "pack": "beta"},
+            {"path": "alpha/overview.md"},
+        ):
+            name = "ep_read" if "path" in arguments else "ep_search"
+            headers, body = rpc("tools/call", {"name": name, "arguments": arguments}, name, True)
+            status, out = await asgi_request(
+                app, "POST", "/packs/beta/mcp", beta_key + headers, body
+            )
+            assert status < 500 and not leaks(out, ALPHA_MARKERS), (arguments, status, out[:300])
+
+    run_app(serve, ring, fn)
