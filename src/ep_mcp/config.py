@@ -138,6 +138,8 @@ class ServerSettings:
     forwarded_allow_ips: tuple[str, ...] = ()
     watch: bool = True
     artifact_poll_s: float = 2.0  # how often artifact packs look for a newer version; 0 = never
+    # a request's line and headers must arrive within this many seconds (slowloris): else 408
+    header_timeout_s: float = 10.0
 
 
 @dataclass(frozen=True)

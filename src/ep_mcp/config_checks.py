@@ -14,6 +14,7 @@ from ep_mcp.config_schema import did_you_mean
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 PACK_KINDS = ("expertpack", "skills", "markdown")
+MAX_HEADER_TIMEOUT_S = 600.0  # server.header_timeout_s: a bound, not "forever"
 
 _UNIT_INTERVAL = (
     "mmr_lambda",
@@ -102,6 +103,12 @@ def _limits(settings: Settings) -> list[str]:
     ):
         if not seconds > 0:
             out.append(f"{key}: must be a number of seconds above 0 — got {seconds}")
+    if not 0 < srv.header_timeout_s <= MAX_HEADER_TIMEOUT_S:
+        out.append(
+            f"server.header_timeout_s: must be a number of seconds above 0 and at most "
+            f"{MAX_HEADER_TIMEOUT_S:g} (the bound on a slow client's headers) — got "
+            f"{srv.header_timeout_s}"
+        )
     return out
 
 

@@ -167,11 +167,14 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _uvicorn_options(server: ServerSettings) -> dict[str, object]:
-    from ep_mcp.serve.wire import OneWriteH11Protocol
+    from ep_mcp.serve.protocol import GuardedH11Protocol
 
     level = server.log_level.lower()
+    # head and body in one write (a kill -9 cuts no response); headers within a deadline;
+    # malformed HTTP answered in the JSON envelope (serve/protocol.py)
+    http = functools.partial(GuardedH11Protocol, header_timeout_s=server.header_timeout_s)
     return {
-        "http": OneWriteH11Protocol,  # head and body in one write: a kill -9 cuts no response
+        "http": http,
         "host": server.host,
         "port": server.port,
         "log_level": level,

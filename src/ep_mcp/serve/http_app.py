@@ -34,6 +34,7 @@ from ep_mcp.serve.mcp_server import ServeContext, build_server
 from ep_mcp.serve.middleware import (
     BodyLimitMiddleware,
     ErrorBoundaryMiddleware,
+    NoStoreMiddleware,
     RateLimitMiddleware,
     ScreenMiddleware,
     error_response,
@@ -238,7 +239,11 @@ def create_app(
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: http_error,
     }
-    middleware = [Middleware(SecurityHeadersMiddleware), Middleware(ErrorBoundaryMiddleware)]
+    middleware = [
+        Middleware(SecurityHeadersMiddleware),
+        Middleware(NoStoreMiddleware),
+        Middleware(ErrorBoundaryMiddleware),
+    ]
     if server.forwarded_allow_ips:
         from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 

@@ -1,10 +1,11 @@
 """Pure-ASGI middleware for the HTTP service, one concern each (outermost first):
 
+- `NoStoreMiddleware`: `Cache-Control: no-store` on answers to a credential, and on 401/403;
 - `ErrorBoundaryMiddleware`: an unhandled error becomes a logged 500 in the JSON envelope;
 - `RateLimitMiddleware`: a token bucket per client address (429 + `Retry-After`);
 - `ScreenMiddleware`: the request target (no control or space characters), exactly one valid
-  Host on the allow-list (421), at most one Origin on the allow-list (403), no API key in the
-  query string (400);
+  Host on the allow-list (421), at most one Origin on the allow-list (403), no parameter named
+  like an API key in the query string, however it is spelled or encoded (400);
 - `BodyLimitMiddleware`: bodies over the cap get 413, read once and replayed to the app.
 
 Authentication is not here: the MCP endpoints and `/search` decide it themselves from the
@@ -16,8 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import unicodedata
 from collections.abc import Sequence
+from urllib.parse import unquote_plus
 
+from starlette.datastructures import MutableHeaders
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -33,6 +37,7 @@ CODES = {
     404: "not_found",
     405: "method_not_allowed",
     406: "not_acceptable",
+    408: "request_timeout",
     413: "payload_too_large",
     421: "misdirected_request",
     422: "unprocessable",
@@ -40,7 +45,22 @@ CODES = {
     500: "internal_error",
     503: "unavailable",
 }
-KEY_PARAMS = frozenset({"api_key", "apikey", "key", "token", "access_token"})
+# key-like parameter names, as compared: decoded, NFKC, case-folded, letters and digits only
+# (`api_key`, `API-KEY`, `api%5Fkey`, `Api+Key` are all `apikey`)
+KEY_PARAMS = frozenset(
+    {
+        "apikey",
+        "key",
+        "token",
+        "accesstoken",
+        "authtoken",
+        "apitoken",
+        "xapikey",
+        "authorization",
+        "bearer",
+    }
+)
+_DECODE_ROUNDS = 4  # `%255F` is `%5F` is `_`: a name is decoded until it stops changing
 
 
 def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -50,6 +70,37 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
 
 def header_values(scope: Scope, name: bytes) -> list[str]:
     return [v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == name]
+
+
+class NoStoreMiddleware:
+    """`Cache-Control: no-store` on every response to a request that carries a credential
+    (an `Authorization` header, whatever it holds) and on every 401 and 403.
+
+    Keyed content is served only to a request that carries the key, so no response holding a
+    keyed pack's text, its listing or the hub's skills can be kept by a browser or a proxy —
+    whichever route served it (search, MCP, the workbench, resources), and whatever an
+    earlier layer set. A refusal is not kept either: the next try with a key must reach us.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        credential = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
+
+        async def no_store(message: Message) -> None:
+            if message["type"] == "http.response.start" and (
+                credential or message["status"] in (401, 403)
+            ):
+                headers = MutableHeaders(scope=message)
+                if "no-store" not in headers.get("cache-control", "").lower():
+                    headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        await self.app(scope, receive, no_store)
 
 
 class ErrorBoundaryMiddleware:
@@ -105,9 +156,23 @@ def _bad_target(path: str) -> bool:
     return any(ord(c) < 0x21 or ord(c) == 0x7F for c in path)
 
 
-def _has_key_param(query: bytes) -> bool:
-    names = {part.split(b"=", 1)[0].lower() for part in query.split(b"&") if part}
-    return any(name.decode("latin-1") in KEY_PARAMS for name in names)
+def param_name(raw: bytes) -> str:
+    """A query parameter's name as the key screen compares it: percent- and `+`-decoded
+    (repeatedly), NFKC-normalised, case-folded, with everything but letters and digits gone."""
+    name = raw.decode("latin-1")
+    for _ in range(_DECODE_ROUNDS):
+        decoded = unquote_plus(name, errors="replace")
+        if decoded == name:
+            break
+        name = decoded
+    return "".join(c for c in unicodedata.normalize("NFKC", name).casefold() if c.isalnum())
+
+
+def has_key_param(query: bytes) -> bool:
+    """True when any parameter of the raw query string is named like an API key (parameters
+    split at `&` and `;`, so no parser's reading of the query hides one)."""
+    parts = query.replace(b";", b"&").split(b"&")
+    return any(param_name(part.split(b"=", 1)[0]) in KEY_PARAMS for part in parts if part)
 
 
 class ScreenMiddleware:
@@ -140,7 +205,7 @@ class ScreenMiddleware:
             return error_response(
                 403, "invalid Origin header — add it to server.mcp_allowed_origins if it is yours"
             )
-        if _has_key_param(scope.get("query_string", b"")):
+        if has_key_param(scope.get("query_string", b"")):
             return error_response(
                 400, "API keys are not accepted in the URL — send `Authorization: Bearer <key>`"
             )
