@@ -67,6 +67,13 @@ def _bad_ids(body: bytes) -> bool:
     )
 
 
+def _json_content(scope: Scope) -> bool:
+    """The SDK's Content-Type rule for a POST to an MCP endpoint: one starting
+    `application/json` (any case, parameters allowed)."""
+    values = [v for k, v in scope.get("headers", []) if k.lower() == b"content-type"]
+    return len(values) == 1 and values[0].lower().startswith(b"application/json")
+
+
 def _rpc_error(status: int, code: int, message: str) -> Response:
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
     return JSONResponse(body, status_code=status)
@@ -125,6 +132,11 @@ class McpEndpoint:
             await error_response(403, "this key opens nothing on this endpoint")(
                 scope, receive, send
             )
+            return
+        if not _json_content(scope):  # the SDK's own refusal is a bare text/plain 400
+            await error_response(
+                400, "an MCP request is JSON-RPC — send it with `Content-Type: application/json`"
+            )(scope, receive, send)
             return
         body = await read_body(receive, self.max_body)
         if body is None:
