@@ -58,12 +58,12 @@ def _stored_vectors(
         ids = [c.id for f in rt.store.files() for c in rt.store.chunks_for_path(f.path)]
         vectors = rt.store.vectors_for(ids)
         assert len(vectors) == len(ids) == 3
-        return report, {np.asarray(v, dtype=np.float32).round(5).tobytes() for v in vectors.values()}
+        return report, _as_set(list(vectors.values()))
     finally:
         lib.close()
 
 
-def _as_set(matrix: Matrix) -> set[bytes]:
+def _as_set(matrix: Matrix | list[Matrix]) -> set[bytes]:
     return {np.asarray(row, dtype=np.float32).round(5).tobytes() for row in matrix}
 
 

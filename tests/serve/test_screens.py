@@ -109,7 +109,7 @@ KEY_SPELLINGS = [
     "api-key=sk-alpha",
     "ApiKey=sk-alpha",
     "x-api-key=sk-alpha",
-    "%EF%BD%81%EF%BD%90%EF%BD%89_key=sk-alpha",  # fullwidth "ａｐｉ"
+    "%EF%BD%81%EF%BD%90%EF%BD%89_key=sk-alpha",  # fullwidth "api" (NFKC)
     "KEY=sk-alpha",
     "Token=sk-alpha",
     "ACCESS_TOKEN=sk-alpha",
@@ -290,8 +290,8 @@ def test_an_mcp_body_of_exactly_the_cap_is_served_and_one_byte_more_is_413(
             assert r.status_code == status, (size, r.text[:200])
 
             async def chunks(data: bytes = body) -> Any:
-                yield data[: size // 2]
-                yield data[size // 2 :]
+                yield data[: len(data) // 2]
+                yield data[len(data) // 2 :]
 
             r = await c.post("/packs/beta/mcp", content=chunks(), headers=LEGACY)
             assert r.status_code == status, (size, "streamed", r.text[:200])

@@ -37,7 +37,6 @@ CODES = {
     404: "not_found",
     405: "method_not_allowed",
     406: "not_acceptable",
-    408: "request_timeout",
     413: "payload_too_large",
     421: "misdirected_request",
     422: "unprocessable",

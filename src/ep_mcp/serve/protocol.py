@@ -8,8 +8,8 @@ request exists:
   part of a request head is answered 408 and closed; one that sent nothing is closed. uvicorn's
   ``timeout_keep_alive`` covers only an idle connection and is reset by every byte, and h11 has
   no read timeout, so a client dribbling a header a byte at a time (slowloris) would otherwise
-  hold its connection for good. Once the head is in, the deadline is off: bodies are bounded by
-  ``server.max_body_bytes``, and long answers are never cut.
+  hold its connection for good. Once the head is in, the deadline is off and long answers are
+  never cut; a body's size is bounded (``server.max_body_bytes``), its pace is not.
 - **Malformed HTTP** that h11 refuses (a bad request line or header, a head over h11's 16 KiB,
   a bad Content-Length) is answered 400 in the JSON error envelope, not uvicorn's plain text.
 """
@@ -31,11 +31,13 @@ from ep_mcp.serve.wire import OneWriteH11Protocol
 logger = logging.getLogger(__name__)
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
+PROTOCOL_CODES = {408: "request_timeout"}  # answered here only, never by the app
 
 
 def envelope_response(status: int, reason: str, message: str) -> bytes:
     """A whole `Connection: close` HTTP/1.1 response carrying the JSON error envelope."""
-    body = json.dumps({"error": {"code": CODES[status], "message": message}}).encode("utf-8")
+    code = CODES.get(status, PROTOCOL_CODES.get(status, str(status)))
+    body = json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
     head = (
         f"HTTP/1.1 {status} {reason}\r\n"
         "content-type: application/json\r\n"
