@@ -114,6 +114,9 @@ def _coerce_scalar(value: Any, tp: Any, path: str, base: Path | None) -> Any:
     raise ConfigError(f"{path}: unsupported type {_type_name(tp)}")  # pragma: no cover
 
 
+LIST_KEYS_UP_TO = 14  # an unknown key in a section this small is answered with its keys
+
+
 def _unknown_key(key_path: str, key: str, names: Iterable[str], section: str) -> str:
     from ep_mcp.config_compat import reference_keys
 
@@ -121,7 +124,7 @@ def _unknown_key(key_path: str, key: str, names: Iterable[str], section: str) ->
     hint = did_you_mean(key, [*known, *sorted(reference_keys(section))])
     if hint:
         return f"{key_path}: unknown key{hint}"
-    if len(known) <= 12:
+    if len(known) <= LIST_KEYS_UP_TO:
         return f"{key_path}: unknown key — known keys here: {', '.join(known)}"
     return f"{key_path}: unknown key — `ep-mcp config` prints every key with its value"
 
