@@ -210,3 +210,16 @@ def test_the_protocol_options_survive_the_pickling_of_workers() -> None:
 def test_header_timeout_s_out_of_range_is_a_config_error(value: float) -> None:
     with pytest.raises(ConfigError, match=r"server\.header_timeout_s: must be .* above 0"):
         load_settings(data={"server": {"header_timeout_s": value}})
+
+
+@pytest.mark.parametrize("query", [b"API_KEY=sk-alpha", b"api%5Fkey=sk-alpha", b"Api+Key=sk-alpha"])
+def test_a_key_parameter_on_the_wire_is_refused_in_the_envelope(server: int, query: bytes) -> None:
+    with _connect(server) as conn:
+        conn.sendall(
+            b"GET /search?q=routing&pack=alpha&" + query + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        status, headers, body = _status_and_body(_read_until_closed(conn))
+    assert status == 400 and headers["content-type"] == "application/json"
+    assert "Authorization: Bearer" in json.loads(body)["error"]["message"]
+    assert b"sk-alpha" not in body
