@@ -183,7 +183,7 @@ class SkillsSettings:
 class EmbeddingSpec:
     """What the settings say about the embedder (resolved once at the edge)."""
 
-    provider: str = "local"  # local | none | openai | azure-openai | gemini | voyage | <registered>
+    provider: str = "local"  # local, none, openai(-compatible), azure-openai, gemini, voyage, …
     model: str | None = None  # provider default when None
     dimension: int | None = None  # provider default when None (MRL truncation where supported)
     batch_size: int = 8

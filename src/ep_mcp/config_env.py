@@ -28,11 +28,15 @@ from ep_mcp.errors import ConfigError
 # the two in step) and the endpoint variable of the providers that need one
 PROVIDER_KEY_ENV = {
     "openai": "OPENAI_API_KEY",
+    "openai-compatible": "EP_MCP_EMBEDDING_API_KEY",
     "azure-openai": "AZURE_OPENAI_API_KEY",
     "gemini": "GEMINI_API_KEY",
     "voyage": "VOYAGE_API_KEY",
 }
-PROVIDER_ENDPOINT_ENV = {"azure-openai": "AZURE_OPENAI_ENDPOINT"}
+PROVIDER_ENDPOINT_ENV = {
+    "azure-openai": "AZURE_OPENAI_ENDPOINT",
+    "openai-compatible": "EP_MCP_EMBEDDING_ENDPOINT",
+}
 KEY_PREFIX = "EP_MCP_KEY_"
 HUB_KEY_ENV = "EP_MCP_HUB_KEY"
 
