@@ -124,8 +124,12 @@ def resolve_environment(settings: Settings, env: Mapping[str, str]) -> Settings:
     """``settings`` with everything the environment says filled in (see the module doc)."""
     retrieval = dataclasses.replace(settings.retrieval, today=_today(settings, env))
     embedding = dataclasses.replace(settings.embedding, **_embedding_overrides(settings, env))  # type: ignore[arg-type]
+    reranker = settings.reranker
+    if reranker.api_key is None and reranker.api_key_env and env.get(reranker.api_key_env, ""):
+        reranker = dataclasses.replace(reranker, api_key=env[reranker.api_key_env].strip())
     return dataclasses.replace(
         settings,
+        reranker=reranker,
         home=settings.home or default_home(env),
         retrieval=retrieval,
         embedding=embedding,
