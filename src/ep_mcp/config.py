@@ -90,14 +90,32 @@ class RetrievalSettings:
     today: str | None = None  # pin "today" (YYYY-MM-DD) for freshness; EP_EVAL_TODAY sets it
 
 
+class RerankerKind(StrEnum):
+    """What scores the rerank pool (``reranker.kind``)."""
+
+    HTTP = "http"  # a /rerank API: TEI, Infinity, Cohere, Jina, Voyage, vLLM
+    CHAT = "chat"  # an OpenAI-compatible chat model scores the shortlist
+    ONNX = "onnx"  # a cross-encoder exported to ONNX, run with onnxruntime
+    SENTENCE_TRANSFORMERS = "sentence-transformers"  # extra `ep-mcp[rerank]`
+
+
 @dataclass(frozen=True)
 class RerankerSettings:
-    """Optional cross-encoder over a wide pool before the k cut (extra `ep-mcp[rerank]`)."""
+    """Optional rerank of the top ``pool`` before the k cut (off by default)."""
 
     enabled: bool = False
-    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-    pool: int = 30
-    max_chars: int = 512
+    kind: RerankerKind = RerankerKind.HTTP
+    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"  # the model named to the server
+    pool: int = 20
+    max_chars: int = 2000  # the passage sent: the chunk, or its best window of this many chars
+    endpoint: str | None = None  # http: the /rerank URL; chat: the API base URL (…/v1)
+    api_style: str = "cohere"  # http: "cohere" (documents → results) or "tei" (texts → list)
+    api_key_env: str | None = None  # the variable holding the key, if the server wants one
+    api_key: str | None = field(default=None, repr=False)  # read from api_key_env at the edge
+    onnx_model: Path | None = None  # onnx: model.onnx of a cross-encoder
+    tokenizer: Path | None = None  # onnx: its tokenizer.json
+    max_length: int = 512  # onnx: tokens per (query, passage) pair
+    budget_ms: int = 2000  # past it the pool keeps its order (with a note)
 
 
 @dataclass(frozen=True)
@@ -185,7 +203,7 @@ class SkillsSettings:
 class EmbeddingSpec:
     """What the settings say about the embedder (resolved once at the edge)."""
 
-    provider: str = "local"  # local | none | openai | azure-openai | gemini | voyage | <registered>
+    provider: str = "local"  # local, none, openai(-compatible), azure-openai, gemini, voyage, …
     model: str | None = None  # provider default when None
     dimension: int | None = None  # provider default when None (MRL truncation where supported)
     batch_size: int = 8

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 from enum import StrEnum
 
-from ep_mcp.config import Fusion, Settings, Transport, VectorEngine
+from ep_mcp.config import Fusion, RerankerKind, Settings, Transport, VectorEngine
 from ep_mcp.config_schema import did_you_mean
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -80,6 +80,8 @@ def _limits(settings: Settings) -> list[str]:
     at_least: tuple[tuple[str, float, float], ...] = (
         ("reranker.pool", settings.reranker.pool, 1),
         ("reranker.max_chars", settings.reranker.max_chars, 1),
+        ("reranker.max_length", settings.reranker.max_length, 8),
+        ("reranker.budget_ms", settings.reranker.budget_ms, 1),
         ("index.max_file_bytes", settings.index.max_file_bytes, 1),
         ("index.max_tokens", settings.index.max_tokens, 32),
         ("server.max_body_bytes", srv.max_body_bytes, 1),
@@ -136,9 +138,39 @@ def _server_and_packs(settings: Settings) -> list[str]:
     return out
 
 
+def _reranker(settings: Settings) -> list[str]:
+    """What each kind of reranker needs, checked only when the reranker is on."""
+    r = settings.reranker
+    out = _choice("reranker.kind", r.kind, RerankerKind)
+    if r.api_style not in ("cohere", "tei"):
+        out.append(
+            f"reranker.api_style: must be cohere or tei — got {r.api_style!r}"
+            + did_you_mean(r.api_style, ("cohere", "tei"))
+        )
+    if not r.enabled or out:
+        return out
+    needs = {
+        RerankerKind.HTTP: ("endpoint",),
+        RerankerKind.CHAT: ("endpoint",),
+        RerankerKind.ONNX: ("onnx_model", "tokenizer"),
+    }.get(RerankerKind(r.kind), ())
+    for name in needs:
+        if getattr(r, name) is None:
+            out.append(
+                f"reranker.{name}: reranker.kind {r.kind} needs it — set it or "
+                "reranker.enabled: false"
+            )
+    return out
+
+
 def check_settings(settings: Settings) -> list[str]:
     """Every range and choice problem of ``settings``, each with its key path."""
-    return [*_retrieval(settings), *_limits(settings), *_server_and_packs(settings)]
+    return [
+        *_retrieval(settings),
+        *_limits(settings),
+        *_reranker(settings),
+        *_server_and_packs(settings),
+    ]
 
 
 def validate(settings: Settings) -> None:

@@ -28,11 +28,15 @@ from ep_mcp.errors import ConfigError
 # the two in step) and the endpoint variable of the providers that need one
 PROVIDER_KEY_ENV = {
     "openai": "OPENAI_API_KEY",
+    "openai-compatible": "EP_MCP_EMBEDDING_API_KEY",
     "azure-openai": "AZURE_OPENAI_API_KEY",
     "gemini": "GEMINI_API_KEY",
     "voyage": "VOYAGE_API_KEY",
 }
-PROVIDER_ENDPOINT_ENV = {"azure-openai": "AZURE_OPENAI_ENDPOINT"}
+PROVIDER_ENDPOINT_ENV = {
+    "azure-openai": "AZURE_OPENAI_ENDPOINT",
+    "openai-compatible": "EP_MCP_EMBEDDING_ENDPOINT",
+}
 KEY_PREFIX = "EP_MCP_KEY_"
 HUB_KEY_ENV = "EP_MCP_HUB_KEY"
 
@@ -120,8 +124,12 @@ def resolve_environment(settings: Settings, env: Mapping[str, str]) -> Settings:
     """``settings`` with everything the environment says filled in (see the module doc)."""
     retrieval = dataclasses.replace(settings.retrieval, today=_today(settings, env))
     embedding = dataclasses.replace(settings.embedding, **_embedding_overrides(settings, env))  # type: ignore[arg-type]
+    reranker = settings.reranker
+    if reranker.api_key is None and reranker.api_key_env and env.get(reranker.api_key_env, ""):
+        reranker = dataclasses.replace(reranker, api_key=env[reranker.api_key_env].strip())
     return dataclasses.replace(
         settings,
+        reranker=reranker,
         home=settings.home or default_home(env),
         retrieval=retrieval,
         embedding=embedding,

@@ -93,6 +93,10 @@ class EmbeddingError(EpMcpError):
     """An embedding provider failed (network, key, dimension, model)."""
 
 
+class RerankError(EpMcpError):
+    """The reranker failed or ran past its budget: the query keeps the unreranked order."""
+
+
 class QueryError(EpMcpError):
     """A query or its arguments are invalid."""
 

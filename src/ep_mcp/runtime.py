@@ -24,6 +24,7 @@ from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.breaker import interactive, is_bounded
 from ep_mcp.index.embed.factory import token_counter
 from ep_mcp.index.locate import index_path
+from ep_mcp.index.rerank import GuardedReranker, make_reranker
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Pack
@@ -34,7 +35,6 @@ from ep_mcp.retrieval.confidence_file import packaged_model
 from ep_mcp.retrieval.engine import SearchOptions
 from ep_mcp.retrieval.legs import LegChoice
 from ep_mcp.retrieval.merge import MergedResult, ScoreRule, merge_results
-from ep_mcp.retrieval.rerank import Reranker, make_reranker
 from ep_mcp.retrieval.source import LegExecutors, QueryEmbedding, Uncached
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView, pack_view
@@ -64,7 +64,7 @@ class PackRuntime:
     pack: Pack = field(init=False)
     store: Store = field(init=False)
     view: PackView = field(init=False)  # what the retrieval stages need of the pack, as data
-    reranker: Reranker | None = field(init=False, default=None)
+    reranker: GuardedReranker | None = field(init=False, default=None)
     building: BuildState = field(default_factory=BuildState, init=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
     _profiles: dict[str, Any] | None = field(default=None, init=False, repr=False)
@@ -243,6 +243,7 @@ class PackRuntime:
             embed_profile=self._profile_vector if self.embedder is not None else None,
             reranker=self.reranker,
             rerank_pool=self.settings.reranker.pool,
+            rerank_max_chars=self.settings.reranker.max_chars,
             deadline_ms=self.settings.retrieval.query_deadline_ms if is_bounded(embedder) else None,
             executors=self.executors,
             live_files=functools.partial(read_live_prefix, view.root),
@@ -273,6 +274,8 @@ class PackRuntime:
 
     def close(self) -> None:
         self.store.close()
+        if self.reranker is not None:
+            self.reranker.close()
         if self._own_executors is not None:
             self._own_executors.close()
 

@@ -56,9 +56,12 @@ def test_a_key_in_the_config_file_and_a_named_key_variable_win() -> None:
 
 def test_the_edge_knows_the_same_key_variables_as_the_embedders() -> None:
     classes = [remote.OpenAIEmbedder, remote.AzureOpenAIEmbedder, remote.GeminiEmbedder]
-    classes.append(remote.VoyageEmbedder)
+    classes += [remote.VoyageEmbedder, remote.OpenAICompatibleEmbedder]
     assert {c.provider: c.key_env for c in classes} == PROVIDER_KEY_ENV
-    assert {"azure-openai": remote.AzureOpenAIEmbedder.endpoint_env} == PROVIDER_ENDPOINT_ENV
+    assert {
+        "azure-openai": remote.AzureOpenAIEmbedder.endpoint_env,
+        "openai-compatible": "EP_MCP_EMBEDDING_ENDPOINT",
+    } == PROVIDER_ENDPOINT_ENV
 
 
 def test_pack_and_hub_keys_from_variables_and_secret_files_reach_the_key_ring(

@@ -4,11 +4,15 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ep_mcp.config import RerankerSettings
-from ep_mcp.errors import ConfigError
+from ep_mcp.config import RerankerKind, RerankerSettings
+from ep_mcp.errors import ConfigError, RerankError
+from ep_mcp.index.rerank import make_reranker
+from ep_mcp.index.rerank.sentence import CrossEncoderReranker
 from ep_mcp.retrieval.candidates import Candidate
-from ep_mcp.retrieval.rerank import CrossEncoderReranker, Reranker, make_reranker, rerank
+from ep_mcp.retrieval.rerank import Reranker, best_window, rerank, rerank_or_keep
 
 
 class LengthReranker:
@@ -29,14 +33,16 @@ def test_the_fake_satisfies_the_protocol() -> None:
 
 def test_rerank_reorders_the_wide_pool_before_the_cut() -> None:
     cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3, 4)]
-    out = rerank("q", cands, lambda c: TEXTS[c.chunk_id], LengthReranker(), pool=3)
+    out = rerank("q", cands, lambda c: TEXTS[c.chunk_id], LengthReranker(), pool=3, max_chars=100)
     assert [c.chunk_id for c in out] == [2, 3, 1, 4]  # 4 is outside the pool: stays after
     assert out[0].notes[-1].startswith("rerank fake/length")
 
 
 def test_rerank_is_off_unless_enabled() -> None:
     assert make_reranker(RerankerSettings()) is None
-    assert isinstance(make_reranker(RerankerSettings(enabled=True)), CrossEncoderReranker)
+    chosen = RerankerSettings(enabled=True, kind=RerankerKind.SENTENCE_TRANSFORMERS)
+    made = make_reranker(chosen)
+    assert made is not None and isinstance(made.inner, CrossEncoderReranker)
 
 
 def test_a_missing_cross_encoder_says_what_to_do() -> None:
@@ -46,8 +52,9 @@ def test_a_missing_cross_encoder_says_what_to_do() -> None:
         with pytest.raises(ConfigError) as caught:
             CrossEncoderReranker("some/model").score("q", ["p"])
         assert str(caught.value) == (
-            "reranker.enabled is true but sentence-transformers is not installed — "
-            "install `ep-mcp[rerank]` or set reranker.enabled: false"
+            "reranker.kind is sentence-transformers but it is not installed — "
+            "install `ep-mcp[rerank]`, choose another reranker.kind, or set "
+            "reranker.enabled: false"
         )
     else:  # pragma: no cover - only when the extra is installed
         pytest.skip("sentence-transformers is installed")
@@ -55,7 +62,7 @@ def test_a_missing_cross_encoder_says_what_to_do() -> None:
 
 def test_rerank_notes_each_new_score_and_the_rank_it_had() -> None:
     cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3)]
-    out = rerank("q", cands, lambda c: TEXTS[c.chunk_id], LengthReranker(), pool=3)
+    out = rerank("q", cands, lambda c: TEXTS[c.chunk_id], LengthReranker(), pool=3, max_chars=100)
     assert [(c.chunk_id, c.score, c.notes) for c in out] == [
         (2, 3.0, ("rerank fake/length: 3.0000 (was #2)",)),
         (3, 2.0, ("rerank fake/length: 2.0000 (was #3)",)),
@@ -66,7 +73,7 @@ def test_rerank_notes_each_new_score_and_the_rank_it_had() -> None:
 def test_candidates_past_the_pool_score_below_every_reranked_one_in_their_order() -> None:
     cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3, 4)]
     texts = {1: "aa", 2: "aaaa", 3: "x", 4: "y"}
-    out = rerank("q", cands, lambda c: texts[c.chunk_id], LengthReranker(), pool=2)
+    out = rerank("q", cands, lambda c: texts[c.chunk_id], LengthReranker(), pool=2, max_chars=100)
     assert [c.chunk_id for c in out] == [2, 1, 3, 4]
     assert [c.score for c in out[2:]] == pytest.approx([2.0 - 1.0, 2.0 - 1.0 - 1e-6], abs=1e-9)
     assert out[2].score > out[3].score
@@ -75,8 +82,8 @@ def test_candidates_past_the_pool_score_below_every_reranked_one_in_their_order(
 
 def test_a_pool_of_zero_leaves_the_order_alone() -> None:
     cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2)]
-    assert rerank("q", cands, lambda c: "", LengthReranker(), pool=0) == cands
-    assert rerank("q", [], lambda c: "", LengthReranker(), pool=5) == []
+    assert rerank("q", cands, lambda c: "", LengthReranker(), pool=0, max_chars=100) == cands
+    assert rerank("q", [], lambda c: "", LengthReranker(), pool=5, max_chars=100) == []
 
 
 class FakeCrossEncoder:
@@ -104,24 +111,33 @@ def fake_extra(monkeypatch: pytest.MonkeyPatch) -> type[FakeCrossEncoder]:
     return FakeCrossEncoder
 
 
-def test_the_cross_encoder_loads_offline_once_and_scores_passages_cut_to_max_chars(
+def test_the_cross_encoder_loads_offline_once_and_scores_the_passages_it_is_given(
     fake_extra: type[FakeCrossEncoder],
 ) -> None:
-    reranker = CrossEncoderReranker("acme/ms-marco", max_chars=4)
+    reranker = CrossEncoderReranker("acme/ms-marco")
     assert reranker.name == "cross-encoder/acme/ms-marco"
-    assert reranker.score("q", ["abcdefgh", "ab"]) == [4.0, 2.0]
+    assert reranker.score("q", ["abcdefgh", "ab"]) == [8.0, 2.0]
     assert reranker.score("q", ["abc"]) == [3.0]
     assert fake_extra.loaded == [("acme/ms-marco", True)]  # loaded once, never downloaded
     encoder = reranker._load()
-    assert encoder.calls[0] == {"pairs": [("q", "abcd"), ("q", "ab")], "show_progress_bar": False}
+    assert encoder.calls[0] == {
+        "pairs": [("q", "abcdefgh"), ("q", "ab")],
+        "show_progress_bar": False,
+    }
 
 
-def test_the_configured_model_and_passage_length_reach_the_cross_encoder(
+def test_the_configured_model_reaches_the_cross_encoder_and_the_stage_cuts_passages(
     fake_extra: type[FakeCrossEncoder],
 ) -> None:
-    reranker = make_reranker(RerankerSettings(enabled=True, model="acme/tiny", max_chars=3))
+    chosen = RerankerSettings(
+        enabled=True, kind=RerankerKind.SENTENCE_TRANSFORMERS, model="acme/tiny"
+    )
+    reranker = make_reranker(chosen)
     assert reranker is not None
-    assert reranker.score("q", ["abcdef"]) == [3.0]
+    cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2)]
+    texts = {1: "x" * 600, 2: "y"}
+    out = rerank("q", cands, lambda c: texts[c.chunk_id], reranker, pool=2, max_chars=512)
+    assert [c.score for c in out] == [512.0, 1.0]  # the stage sent 512 characters of 600
     assert fake_extra.loaded == [("acme/tiny", True)]
 
 
@@ -137,12 +153,6 @@ def test_a_cross_encoder_model_not_available_offline_says_what_to_do(
     )
 
 
-def test_the_cross_encoder_reads_512_characters_of_a_passage_by_default(
-    fake_extra: type[FakeCrossEncoder],
-) -> None:
-    assert CrossEncoderReranker("acme/ms-marco").score("q", ["x" * 600]) == [512.0]
-
-
 class ShortReranker(LengthReranker):
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         return super().score(query, passages)[:-1]
@@ -151,4 +161,49 @@ class ShortReranker(LengthReranker):
 def test_a_reranker_that_scores_fewer_passages_than_given_is_an_error() -> None:
     cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3)]
     with pytest.raises(ValueError):
-        rerank("q", cands, lambda c: TEXTS[c.chunk_id], ShortReranker(), pool=3)
+        rerank("q", cands, lambda c: TEXTS[c.chunk_id], ShortReranker(), pool=3, max_chars=100)
+
+
+def test_a_failing_reranker_keeps_the_order_and_says_why() -> None:
+    class Down:
+        name = "down"
+
+        def score(self, query: str, passages: Sequence[str]) -> list[float]:
+            raise RerankError("reranker down failed (connection refused)")
+
+    cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3)]
+    kept, why = rerank_or_keep("q", cands, lambda c: TEXTS[c.chunk_id], Down(), 3, 100)
+    assert kept == cands
+    assert why == (
+        "reranker down failed (connection refused) — results are in their unreranked order"
+    )
+    ranked, why = rerank_or_keep("q", cands, lambda c: TEXTS[c.chunk_id], LengthReranker(), 3, 9)
+    assert why is None and [c.chunk_id for c in ranked] == [2, 3, 1]
+
+
+def test_a_short_text_is_its_own_window() -> None:
+    assert best_window("lava", "Lava flows.", 100) == "Lava flows."
+
+
+def test_the_window_holding_the_query_words_wins_over_the_opening() -> None:
+    text = "Intro about bread. " * 20 + "Magma rises and lava erupts from the vent. " + "End. " * 30
+    window = best_window("where does lava erupt from magma", text, 120)
+    assert len(window) <= 120 and "lava erupts" in window and "Magma rises" in window
+
+
+def test_on_a_tie_the_earliest_window_is_kept() -> None:
+    text = "alpha beta gamma " * 50
+    assert best_window("beta", text, 60) == text[:60]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60), st.text(max_size=800), st.integers(min_value=1, max_value=300))
+def test_a_window_is_a_slice_of_the_text_no_longer_than_asked(
+    query: str, text: str, max_chars: int
+) -> None:
+    window = best_window(query, text, max_chars)
+    assert len(window) <= max(max_chars, 0) and window in text
+    if len(text) <= max_chars:
+        assert window == text
+    elif text:
+        assert len(window) > 0

@@ -137,8 +137,21 @@ def query_latency(
                 t = time.perf_counter()
                 rt.search(SearchRequest(q, k=k), query_embedder=cache)
                 warm.append((time.perf_counter() - t) * 1000)
-        del vectors
         out.append(latency("cached query embedding", warm))
+        del vectors
+    if rt.reranker is not None:  # what the reranker adds: off, and on with no cached score
+        off, fresh = [], []
+        for _ in range(repeats):
+            for q in queries:
+                t = time.perf_counter()
+                rt.search(SearchRequest(q, k=k, rerank=False))
+                off.append((time.perf_counter() - t) * 1000)
+                rt.reranker.clear()
+                t = time.perf_counter()
+                rt.search(SearchRequest(q, k=k))
+                fresh.append((time.perf_counter() - t) * 1000)
+        out.append(latency("reranker off", off))
+        out.append(latency(f"{rt.reranker.name}, no cached score", fresh))
     lexical = []
     options = SearchOptions(view=rt.view)
     for _ in range(repeats):

@@ -86,7 +86,7 @@ config_option = click.option(
 provider_option = click.option(
     "--provider",
     help="Embedding provider: local (default), none, hashing (tests), openai, azure-openai, "
-    "gemini, voyage.",
+    "gemini, voyage, openai-compatible (a local server).",
 )
 index_dir_option = click.option(
     "--index-dir",

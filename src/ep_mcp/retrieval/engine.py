@@ -31,7 +31,7 @@ from ep_mcp.retrieval.intent import Intent, classify_intent
 from ep_mcp.retrieval.legs import LegChoice, Legs, run_legs
 from ep_mcp.retrieval.mmr import cap_per_file, mmr_select
 from ep_mcp.retrieval.profile import apply_profile, profile_similarities
-from ep_mcp.retrieval.rerank import Reranker, rerank
+from ep_mcp.retrieval.rerank import Reranker, rerank_or_keep
 from ep_mcp.retrieval.settings import boost_settings, fallback_weights, threshold_settings, today_of
 from ep_mcp.retrieval.source import ChunkSource, LegExecutors, LiveFiles, QueryEmbedding
 from ep_mcp.retrieval.types import Hit, SearchRequest, SearchResult
@@ -62,7 +62,8 @@ class SearchOptions:
     view: PackView = dataclasses.field(default_factory=PackView)
     embed_profile: QueryEmbed | None = None
     reranker: Reranker | None = None
-    rerank_pool: int = 30
+    rerank_pool: int = 20
+    rerank_max_chars: int = 2000
     deadline_ms: int | None = None
     executors: LegExecutors | None = None
     live_files: LiveFiles | None = None
@@ -82,6 +83,7 @@ class _Run:
     deadline: float | None  # time.monotonic() seconds
     legs: Legs = dataclasses.field(init=False)
     rows: dict[int, StoredChunk] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)  # said by a stage, shown last
 
     @property
     def view(self) -> PackView:
@@ -125,6 +127,7 @@ def search(
     hits = _hits(run, final)
     hits, judged = _confidence(run, final, evidence, hits)
     hits = tuple(as_shown(h) for h in hits)  # scored on the raw span; shown from its content
+    notes += run.notes
     covered = judged is None or judged.answerable >= settings.min_answerable
     if judged is not None and not covered:
         notes.append(_not_covered(judged, settings.min_answerable, hits))
@@ -287,12 +290,15 @@ def _profile(
 
 
 def _rerank(run: _Run, cands: list[Candidate]) -> list[Candidate]:
-    reranker, pool = run.options.reranker, run.options.rerank_pool
-    if reranker is None or not cands:
+    reranker, options, rows = run.options.reranker, run.options, run.rows
+    if reranker is None or not cands or not run.request.rerank:  # off, or off for this query
         return cands
-    rows = run.rows
-    cands = rerank(run.request.query, cands, lambda c: rows[c.chunk_id].chunk.text, reranker, pool)
-    run.trace.stage("rerank", cands, f"{reranker.name} over the top {pool}")
+    pool, text_of = options.rerank_pool, lambda c: rows[c.chunk_id].chunk.text
+    cands, failed = rerank_or_keep(
+        run.request.query, cands, text_of, reranker, pool, options.rerank_max_chars
+    )
+    run.notes += [failed] if failed else []
+    run.trace.stage("rerank", cands, failed or f"{reranker.name} over the top {pool}")
     return cands
 
 

@@ -1,20 +1,21 @@
-"""The reranker seam: a Protocol, a cross-encoder behind a lazy import, and the stage itself.
+"""The rerank stage: a Protocol for what scores (query, passage) pairs, and the stage itself.
 
-The rerank runs over a wide pool *before* the k cut, so it can lift a hit from rank 25 to
-rank 1 (the reference could only reorder the final k).
+The rerank runs over a wide pool *before* the k cut, so it can lift a hit from rank 20 to
+rank 1 (the reference could only reorder the final k). Each passage is the chunk's text, or
+its best window when the chunk is longer than the reranker reads. The rerankers themselves
+(HTTP rerank APIs, a chat model, an ONNX cross-encoder) live in ``ep_mcp.index.rerank``.
 """
 
 from __future__ import annotations
 
-import logging
+import re
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from ep_mcp.config import RerankerSettings
-from ep_mcp.errors import ConfigError
+from ep_mcp.errors import RerankError
 from ep_mcp.retrieval.candidates import Candidate
 
-logger = logging.getLogger(__name__)
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @runtime_checkable
@@ -23,46 +24,31 @@ class Reranker(Protocol):
     def name(self) -> str: ...
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        """One relevance score per passage (higher is better)."""
+        """One relevance score per passage (higher is better); raises RerankError."""
         ...
 
 
-class CrossEncoderReranker:
-    """sentence-transformers CrossEncoder, loaded on first use (extra ``ep-mcp[rerank]``)."""
-
-    def __init__(self, model: str, max_chars: int = 512) -> None:
-        self.model = model
-        self.max_chars = max_chars
-        self._encoder: Any = None
-
-    @property
-    def name(self) -> str:
-        return f"cross-encoder/{self.model}"
-
-    def _load(self) -> Any:
-        if self._encoder is not None:
-            return self._encoder
-        try:
-            from sentence_transformers import CrossEncoder  # type: ignore[import-not-found]
-        except ImportError as exc:
-            raise ConfigError(
-                "reranker.enabled is true but sentence-transformers is not installed — "
-                "install `ep-mcp[rerank]` or set reranker.enabled: false"
-            ) from exc
-        try:
-            self._encoder = CrossEncoder(self.model, local_files_only=True)
-        except Exception as exc:  # any loader failure: the model is not available offline
-            raise ConfigError(
-                f"reranker model {self.model!r} is not available offline ({exc}) — download it "
-                "once with network access, point reranker.model at a local folder, or set "
-                "reranker.enabled: false"
-            ) from exc
-        return self._encoder
-
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        encoder = self._load()
-        pairs = [(query, p[: self.max_chars]) for p in passages]
-        return [float(s) for s in encoder.predict(pairs, show_progress_bar=False)]
+def best_window(query: str, text: str, max_chars: int) -> str:
+    """``text`` if it fits in ``max_chars``, else the window of that size (starting at a
+    paragraph or line start, or a word) holding the most distinct query words — the earliest
+    such window on a tie, so a chunk that answers in its first lines keeps them."""
+    if len(text) <= max_chars:
+        return text
+    words = {w.casefold() for w in _WORD.findall(query)}
+    starts = sorted({0, *(m.end() for m in re.finditer(r"\n+|\s+", text))})
+    step = max(1, max_chars // 4)  # candidate starts at least a quarter window apart
+    best, best_hits, last = 0, -1, -step
+    for start in starts:
+        if start - last < step or start >= len(text):
+            continue
+        last = start
+        window = text[start : start + max_chars]
+        hits = len(words & {w.casefold() for w in _WORD.findall(window)})
+        if hits > best_hits:
+            best, best_hits = start, hits
+        if start + max_chars >= len(text):
+            break
+    return text[best : best + max_chars]
 
 
 def rerank(
@@ -71,13 +57,15 @@ def rerank(
     text_of: Callable[[Candidate], str],
     reranker: Reranker,
     pool: int,
+    max_chars: int,
 ) -> list[Candidate]:
     """Reorder the first ``pool`` candidates by the reranker; the rest keep their place after.
-    The reranker's score becomes the ranking score (the note keeps the fused one)."""
+    The reranker's score becomes the ranking score (the note keeps the fused one). A failing
+    reranker raises (``RerankError``) and the caller keeps the order it had."""
     head, tail = list(candidates[:pool]), list(candidates[pool:])
     if not head:
         return list(candidates)
-    scores = reranker.score(query, [text_of(c) for c in head])
+    scores = reranker.score(query, [best_window(query, text_of(c), max_chars) for c in head])
     ranked = sorted(zip(head, scores, strict=True), key=lambda cs: -cs[1])
     out = [
         c.moved(s, f"rerank {reranker.name}: {s:.4f} (was #{head.index(c) + 1})") for c, s in ranked
@@ -88,8 +76,17 @@ def rerank(
     ]
 
 
-def make_reranker(settings: RerankerSettings) -> Reranker | None:
-    """The configured cross-encoder (loaded on first query), or None when disabled."""
-    if not settings.enabled:
-        return None
-    return CrossEncoderReranker(settings.model, settings.max_chars)
+def rerank_or_keep(
+    query: str,
+    candidates: Sequence[Candidate],
+    text_of: Callable[[Candidate], str],
+    reranker: Reranker,
+    pool: int,
+    max_chars: int,
+) -> tuple[list[Candidate], str | None]:
+    """``rerank``, or the candidates as they were and the note saying why the reranker failed
+    (a reranker is optional: it never fails a query)."""
+    try:
+        return rerank(query, candidates, text_of, reranker, pool, max_chars), None
+    except RerankError as exc:
+        return list(candidates), f"{exc} — results are in their unreranked order"

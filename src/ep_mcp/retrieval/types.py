@@ -18,6 +18,7 @@ class SearchRequest:
     type_hint: str | None = None  # boost, not filter
     tag_hints: tuple[str, ...] = ()  # boost per shared tag
     include_low_confidence: bool = False  # keep the hits even below min_answerable
+    rerank: bool = True  # False: skip the configured reranker for this query
 
 
 @dataclass(frozen=True)

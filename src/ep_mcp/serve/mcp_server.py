@@ -146,8 +146,48 @@ def _tool(spec: ToolSpec) -> types.Tool:
         description=spec.description,
         input_schema=dict(spec.input_schema),
         output_schema=dict(spec.output_schema) if spec.output_schema else None,
-        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=spec.open_world,
+        ),
     )
+
+
+MAX_LINKS = 20  # resource links per tool result
+MAX_COMPLETIONS = 100  # the protocol's limit per completion/complete answer
+
+
+def resource_links(name: str, data: dict[str, Any]) -> list[types.ResourceLink]:
+    """`ep://{slug}/file/…` links to the files an `ep_search` or `ep_read` answer cites, once
+    each, in the answer's order: a client can open the raw file without another tool call."""
+    if name == "ep_search":
+        cited = [
+            (h.get("pack") or data.get("pack"), h, h.get("source_file"))
+            for h in data.get("results", ())
+        ]
+    elif name == "ep_read":
+        cited = [(data.get("pack"), data, data.get("path"))]
+    else:
+        return []
+    links: dict[str, types.ResourceLink] = {}
+    for slug, item, path in cited:
+        if not isinstance(slug, str) or not isinstance(path, str):
+            continue
+        uri = resources.file_uri(slug, path)
+        title = item.get("title")
+        links.setdefault(
+            uri,
+            types.ResourceLink(
+                uri=uri,
+                name=f"{slug}/{path}",
+                title=title if isinstance(title, str) and title else None,
+                mime_type=resources.MARKDOWN,
+            ),
+        )
+    return list(links.values())[:MAX_LINKS]
 
 
 def error_result(message: str) -> types.CallToolResult:
@@ -180,8 +220,9 @@ def run_tool(view: PackScope, name: str, arguments: dict[str, object]) -> types.
     # The text block repeats the structured content for clients that only read text (the
     # spec's SHOULD); serialised once, compactly, in Rust rather than with `json.dumps`.
     text = pydantic_core.to_json(data, fallback=str).decode("utf-8")
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=data
+        content=[*content, *resource_links(name, data)], structured_content=data
     )
 
 
@@ -306,6 +347,24 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
             ],
         )
 
+    async def completion(ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """Paths for the resource templates' `{+path}`; nothing else takes a finite set."""
+        values: list[str] = []
+        if isinstance(params.ref, types.ResourceTemplateReference) and (
+            params.argument.name == "path"
+        ):
+            for rt in view.runtimes():
+                paths = resources.template_paths(rt.pack, params.ref.uri)
+                if paths is not None:
+                    values = resources.complete(paths, params.argument.value)
+                    break
+        shown = values[:MAX_COMPLETIONS]
+        return types.CompleteResult(
+            completion=types.Completion(
+                values=shown, total=len(values), has_more=len(values) > len(shown)
+            )
+        )
+
     server: McpServer = Server(
         SERVER_NAME,
         version=version(),
@@ -318,6 +377,7 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
         on_read_resource=read_resource,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        on_completion=completion,
         get_tool_input_schema=lambda name: next(
             (dict(s.input_schema) for s in tool_specs(view) if s.name == name), None
         ),

@@ -7,7 +7,7 @@ A file URI is served only when its decoded path is exactly a file the pack reade
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
@@ -104,6 +104,26 @@ def templates(pack: Pack) -> list[TemplateInfo]:
             )
         )
     return items
+
+
+def template_paths(pack: Pack, uri_template: str) -> list[str] | None:
+    """The values `{+path}` takes in one of the pack's templates (None: not its template)."""
+    slug = pack.slug
+    if uri_template == f"ep://{slug}/file/{{+path}}":
+        return sorted(d.path for d in pack.documents)
+    snap = snapshot_of(pack)
+    if snap is not None and uri_template == f"skill://{slug}/{{+path}}":
+        return sorted(f.path for f in snap.files.values())
+    return None
+
+
+def complete(values: Sequence[str], typed: str) -> list[str]:
+    """Completions for what the user typed: values starting with it first, then values
+    containing it (case-insensitive), each group in the given order."""
+    needle = typed.casefold()
+    starts = [v for v in values if v.casefold().startswith(needle)]
+    inside = [v for v in values if needle in v.casefold() and not v.casefold().startswith(needle)]
+    return starts + inside
 
 
 def manifest_doc(pack: Pack) -> dict[str, object]:

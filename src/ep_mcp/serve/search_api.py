@@ -126,6 +126,8 @@ SEARCH_PARAMS: tuple[Param, ...] = (
           "id, line range, byte offsets, original markdown, staleness.", _flag),
     Param("include_low_confidence", "include_low_confidence", {"type": "boolean"}, "Return "
           "the hits even below min_answerable (the pack does not seem to cover it).", _flag),
+    Param("rerank", "rerank", {"type": "boolean"}, "false: skip the server's reranker (when "
+          "one is configured) for this query.", _flag),
 )  # fmt: skip
 QUERY_PARAM = Param(
     "q",

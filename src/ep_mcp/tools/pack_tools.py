@@ -85,6 +85,12 @@ SEARCH_INPUT = _schema(
             "description": "Return the hits even when the pack does not appear to cover the "
             "question (`answerable` below the server's min_answerable).",
         },
+        "rerank": {
+            "type": "boolean",
+            "default": True,
+            "description": "Let the server's reranker (when one is configured) reorder the "
+            "top hits; false skips it for this query.",
+        },
     },
     ("query",),
 )
@@ -263,6 +269,7 @@ def search_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
         reconstruct=arg_bool(args, "reconstruct"),
         vector=ctx.extras.get("vector"),  # HTTP POST /search only; not in the MCP schema
         include_low_confidence=arg_bool(args, "include_low_confidence"),
+        rerank=arg_bool(args, "rerank", default=True),
     )
     if "pack" not in args and len(ctx.library.runtimes) > 1:  # every pack the caller sees
         return ctx.library.search_all(request).to_dict()

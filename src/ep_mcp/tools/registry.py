@@ -49,6 +49,7 @@ class ToolSpec:
     output_schema: Mapping[str, object] | None = None
     title: str | None = None
     group: str = "pack"  # "pack" tools need packs; "skills" tools need the hub
+    open_world: bool = False  # reaches outside the served packs (GitHub search)
 
 
 _REGISTRY: dict[str, ToolSpec] = {}

@@ -210,6 +210,7 @@ register(
     ToolSpec(
         name="skill_discover_github",
         title="Discover skill repositories on GitHub",
+        open_world=True,
         description="Search GitHub for SKILL.md files matching a query (needs the `gh` CLI, logged "
         "in). Each result names the repository and the command that taps it. Without `gh` the "
         "error says how to get it.",

@@ -69,6 +69,34 @@ class AzureOpenAIEmbedder(OpenAIEmbedder):
         return body
 
 
+class OpenAICompatibleEmbedder(OpenAIEmbedder):
+    """Any server that speaks OpenAI's ``/embeddings`` — Ollama, llama.cpp's server, vLLM,
+    Hugging Face TEI, LM Studio: its base URL (``embedding.endpoint``), the model it serves and
+    that model's dimension; a key only when the server wants one. ``dimensions`` is never sent
+    (most such servers refuse or ignore it: the model decides the size)."""
+
+    provider = "openai-compatible"
+    key_env = "EP_MCP_EMBEDDING_API_KEY"
+    key_required = False
+    default_model = ""
+    default_endpoint = ""
+    known_dimensions: ClassVar[dict[str, int]] = {}
+
+    def __init__(self, spec: EmbeddingSpec, env: dict[str, str], **kwargs: Any) -> None:
+        if not spec.endpoint:
+            raise EmbeddingError(
+                "embedding.endpoint is not set — give the server's base URL, e.g. "
+                "http://127.0.0.1:11434/v1 (Ollama) or http://127.0.0.1:8080/v1 (llama.cpp)"
+            )
+        if not spec.model:
+            raise EmbeddingError(
+                "embedding.model is not set — name the model the server embeds with "
+                "(e.g. nomic-embed-text)"
+            )
+        super().__init__(spec, env, **kwargs)
+        self._send_dimension = False
+
+
 class GeminiEmbedder(HttpEmbedder):
     """Gemini ``batchEmbedContents``; the key goes in ``x-goog-api-key``, never ``?key=``."""
 
@@ -133,5 +161,11 @@ class VoyageEmbedder(HttpEmbedder):
 
 PROVIDERS: dict[str, type[HttpEmbedder]] = {
     cls.provider: cls
-    for cls in (OpenAIEmbedder, AzureOpenAIEmbedder, GeminiEmbedder, VoyageEmbedder)
+    for cls in (
+        OpenAIEmbedder,
+        OpenAICompatibleEmbedder,
+        AzureOpenAIEmbedder,
+        GeminiEmbedder,
+        VoyageEmbedder,
+    )
 }

@@ -55,7 +55,10 @@ BUILTINS: dict[str, EmbedderFactory] = {
     "local": _local,
     "none": _none,
     "hashing": _hashing,
-    **{name: _remote(name) for name in ("openai", "azure-openai", "gemini", "voyage")},
+    **{
+        name: _remote(name)
+        for name in ("openai", "openai-compatible", "azure-openai", "gemini", "voyage")
+    },
 }
 
 

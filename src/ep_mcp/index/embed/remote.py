@@ -68,6 +68,7 @@ class HttpEmbedder:
     default_endpoint: ClassVar[str]
     max_batch: ClassVar[int]
     known_dimensions: ClassVar[dict[str, int]]
+    key_required: ClassVar[bool] = True  # False: a local server that takes no key
 
     def __init__(
         self,
@@ -80,7 +81,7 @@ class HttpEmbedder:
     ) -> None:
         self._key_env = key_env = spec.api_key_env or self.key_env
         self._key = (spec.api_key or env.get(key_env, "")).strip()
-        if not self._key:
+        if not self._key and self.key_required:
             raise EmbeddingError(
                 f"{key_env} is not set — export it or set embedding.provider: local"
             )
@@ -113,7 +114,7 @@ class HttpEmbedder:
         raise NotImplementedError
 
     def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._key}"}
+        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
     def _body(self, texts: list[str], task: Task) -> dict[str, Any]:
         raise NotImplementedError
