@@ -248,12 +248,13 @@ def search_cmd(
 def validate_cmd(pack: Path, as_json: bool) -> None:
     """Report every problem found in PACK, with file and line. Exits 1 when there are any."""
     from ep_mcp.packs.loader import load_pack
-    from ep_mcp.packs.validate import validate_pack
+    from ep_mcp.packs.validate import no_frontmatter_files, validate_pack
 
     if not pack.is_dir():
         raise PackError(f"no pack folder at {pack} — pass the path of a folder of markdown files")
     loaded = load_pack(pack.resolve())
     problems = validate_pack(loaded)
+    skipped = no_frontmatter_files(loaded)
     if as_json:
         emit_json(
             {
@@ -261,11 +262,17 @@ def validate_cmd(pack: Path, as_json: bool) -> None:
                 "kind": loaded.kind,
                 "files": len(loaded.documents),
                 "problems": [dataclasses.asdict(p) for p in problems],
+                "no_frontmatter_needed": skipped,
             }
         )
     else:
         for p in problems:
             click.echo(str(p))
+        if skipped:
+            click.echo(
+                "not asked for frontmatter (standard ExpertPack files that carry none): "
+                + ", ".join(skipped)
+            )
         if not loaded.documents:
             click.echo(f"warning: {EMPTY_PACK}", err=True)
         click.echo(
