@@ -34,6 +34,7 @@ EMPTY_PACK = (
     "the pack has no markdown files — add .md files to the folder (hidden files and folders "
     "are skipped), or pass the folder that holds them"
 )
+STOPPED = "stopped — the next `ep-mcp index` resumes where this one stopped"
 pack_argument = click.argument("pack", type=click.Path(path_type=Path, file_okay=False))
 
 
@@ -124,7 +125,11 @@ def index_cmd(
         return
     from ep_mcp.indexing import update_index
 
-    done = update_index(settings)
+    try:
+        done = update_index(settings)
+    except KeyboardInterrupt:  # Ctrl-C: what is stored stays (vectors cached, index whole)
+        click.echo(f"\n{STOPPED}", err=True)
+        raise SystemExit(130) from None
     _print_index(done.slug, done.index, done.report, done.warnings, as_json)
 
 
