@@ -27,13 +27,10 @@ from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import IndexDamagedError, PackError
 
 if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no change skips it
+    from ep_mcp.indexing import IndexOutcome
     from ep_mcp.retrieval.types import SearchResult
     from ep_mcp.runtime import Library, PackRuntime
 
-EMPTY_PACK = (
-    "the pack has no markdown files — add .md files to the folder (hidden files and folders "
-    "are skipped), or pass the folder that holds them"
-)
 STOPPED = "stopped — the next `ep-mcp index` resumes where this one stopped"
 pack_argument = click.argument("pack", type=click.Path(path_type=Path, file_okay=False))
 
@@ -130,12 +127,12 @@ def index_cmd(
     except KeyboardInterrupt:  # Ctrl-C: what is stored stays (vectors cached, index whole)
         click.echo(f"\n{STOPPED}", err=True)
         raise SystemExit(130) from None
-    _print_index(done.slug, done.index, done.report, done.warnings, as_json)
+    _print_index(pack, done, as_json)
 
 
-def _print_index(
-    slug: str, index: Path, report: Mapping[str, Any], warnings: Sequence[str], as_json: bool
-) -> None:
+def _print_index(pack: Path, done: IndexOutcome, as_json: bool) -> None:
+    slug, index, warnings = done.slug, done.index, done.warnings
+    report: Mapping[str, Any] = done.report
     if as_json:
         emit_json({"pack": slug, "index": str(index), **report, "warnings": list(warnings)})
     else:
@@ -148,7 +145,9 @@ def _print_index(
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     if not report["files"]:
-        click.echo(f"warning: {EMPTY_PACK}", err=True)
+        from ep_mcp.packs.loader import empty_pack_message
+
+        click.echo(f"warning: {empty_pack_message(pack.resolve())}", err=True)
     if report.get("pending"):  # exit 0 all the same: the lexical index is written and usable
         click.echo(
             f"warning: the embedding provider failed ({report.get('embedding_error')}) — "
@@ -279,7 +278,9 @@ def validate_cmd(pack: Path, as_json: bool) -> None:
                 + ", ".join(skipped)
             )
         if not loaded.documents:
-            click.echo(f"warning: {EMPTY_PACK}", err=True)
+            from ep_mcp.packs.loader import empty_pack_message
+
+            click.echo(f"warning: {empty_pack_message(loaded.root)}", err=True)
         click.echo(
             f"{loaded.slug} ({loaded.kind}): {len(loaded.documents)} files, "
             f"{len(problems)} problem(s)"
