@@ -168,7 +168,7 @@ def _refused(exc: ContainmentError) -> str:
 def _too_big(size: int, limit: int) -> str:
     return (
         f"file is {size} bytes, over the {limit}-byte limit — skipped; "
-        "raise chunking.max_file_bytes to include it"
+        "raise index.max_file_bytes to include it"
     )
 
 
