@@ -51,9 +51,9 @@ def named_keys(source: str) -> list[str]:
     docs = _docstrings(tree)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
-            if not SQL.search(node.value):
-                found += [f"{m.group(1)}.{m.group(2)}" for m in KEY.finditer(node.value)]
+        text = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(text, str) and id(node) not in docs and not SQL.search(text):
+            found += [f"{m.group(1)}.{m.group(2)}" for m in KEY.finditer(text)]
     return found
 
 

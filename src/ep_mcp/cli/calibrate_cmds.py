@@ -121,8 +121,10 @@ def calibrate_cmd(
     if as_json:
         emit_json(report)
         return
-    served = "it is the model ep-mcp serves" if target == packaged_path() else (
-        "the served model is unchanged (rerun with --replace and no --out to replace it)"
+    served = (
+        "it is the model ep-mcp serves"
+        if target == packaged_path()
+        else ("the served model is unchanged (rerun with --replace and no --out to replace it)")
     )
     click.echo(f"model written: {target} — {served}", err=True)
     click.echo(f"min_answerable (chosen on dev): {chosen.min_answerable}")

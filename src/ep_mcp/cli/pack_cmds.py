@@ -6,7 +6,7 @@ import dataclasses
 import os
 import tempfile
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

@@ -178,7 +178,6 @@ def match_evidence(
         if c.skill_id in by_id
     ]
 
-
     def known(term: str) -> bool:
         return any(ti.holds(term) for ti in ready)
 

@@ -50,7 +50,8 @@ UNCLOSED = "frontmatter opened at line 1 is never closed (end it with a `---` li
 def is_unclosed(text: str) -> bool:
     """The text opens a frontmatter block at line 1 and never closes it."""
     lines = text.splitlines(keepends=True)
-    return bool(lines) and _OPEN.fullmatch(lines[0]) is not None and split_frontmatter(text)[0] is None
+    opens = bool(lines) and _OPEN.fullmatch(lines[0]) is not None
+    return opens and split_frontmatter(text)[0] is None
 
 
 def parse_frontmatter(text: str, *, source: str = "<string>") -> Frontmatter:

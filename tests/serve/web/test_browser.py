@@ -253,7 +253,8 @@ IN_VIEW = """(sel) => {
   const box = el.getBoundingClientRect();
   const panel = el.closest('.reader-panel');
   const view = panel ? panel.getBoundingClientRect() : {top: 0, bottom: innerHeight};
-  return {top: box.top, viewTop: Math.max(view.top, 0), viewBottom: Math.min(view.bottom, innerHeight)};
+  return {top: box.top, viewTop: Math.max(view.top, 0),
+          viewBottom: Math.min(view.bottom, innerHeight)};
 }"""
 
 
