@@ -196,6 +196,9 @@ class SkillsSettings:
     min_match: float = 0.542
     match_coverage_weight: float = 0.5
     min_match_lexical: float = 0.324
+    # minus match_unknown_penalty x the share of the task's terms no tap holds at all (a task
+    # for a skill nobody tapped: Kotlin, Solidity, Helm; issue #25, tests/hub/data/)
+    match_unknown_penalty: float = 0.5
     match_model: str = "local/all-MiniLM-L6-v2-int8"  # prefix of min_match's embedder; "*" any
 
 

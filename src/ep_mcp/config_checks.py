@@ -7,6 +7,7 @@ Every check adds to one list, so a config with three mistakes reports three prob
 from __future__ import annotations
 
 import datetime
+import difflib
 from enum import StrEnum
 
 from ep_mcp.config import Fusion, RerankerKind, Settings, Transport, VectorEngine
@@ -163,13 +164,30 @@ def _reranker(settings: Settings) -> list[str]:
     return out
 
 
+def provider_problem(provider: str, key: str = "embedding.provider") -> str | None:
+    """The problem of an embedding provider name no provider is registered under (the
+    built-ins, and any a plugin registered before the settings were read), else None."""
+    from ep_mcp.index.embed.base import providers
+    from ep_mcp.index.embed.registry import register_builtins
+
+    register_builtins()
+    known = providers()
+    if provider in known:
+        return None
+    close = difflib.get_close_matches(provider, known, n=1, cutoff=0.6)
+    hint = f" — did you mean {close[0]!r}?" if close else ""
+    return f"{key}: unknown provider {provider!r}{hint} (known: {', '.join(known)})"
+
+
 def check_settings(settings: Settings) -> list[str]:
     """Every range and choice problem of ``settings``, each with its key path."""
+    problem = provider_problem(settings.embedding.provider)
     return [
         *_retrieval(settings),
         *_limits(settings),
         *_reranker(settings),
         *_server_and_packs(settings),
+        *([problem] if problem else []),
     ]
 
 

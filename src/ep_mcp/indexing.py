@@ -49,13 +49,13 @@ def update_index(settings: Settings) -> IndexOutcome:
         return IndexOutcome(state.slug, state.index, report, tuple(state.warnings))
     from ep_mcp.opening import open_library  # numpy, the stores, the model: only when building
 
-    lib = open_library(settings, home, build=False)
+    lib = open_library(settings, home, build=False, say_empty=False)
     try:
         try:
             built = lib.get().index(reload=False)
         except IndexDamagedError:  # met while updating: reopening rebuilds it, once
             lib.close()
-            lib = open_library(settings, home, build=False)
+            lib = open_library(settings, home, build=False, say_empty=False)
             built = lib.get().index(reload=False)
         rt = lib.get()
         warnings = tuple(str(w) for w in rt.pack.warnings)

@@ -22,6 +22,7 @@ from ep_mcp.errors import (
 )
 from ep_mcp.index.embed.base import Embedder, query_cost
 from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.packs.loader import empty_pack_message
 from ep_mcp.retrieval.source import LegExecutors
 from ep_mcp.runtime import Library, PackRuntime, Readiness
 
@@ -36,13 +37,15 @@ def open_library(
     show_progress: bool | None = None,
     embedder: Embedder | str | None = "auto",
     lexical_first: bool | None = False,
+    say_empty: bool = True,
 ) -> Library:
     """Load every configured pack, open (and by default update) its index. ``settings`` come
     resolved from the edge (`config_env.resolve_environment`); ``lexical_first`` leaves new
     vectors pending for the server's backfill (serve at once, improve later) — None: when
     embedding costs more than pure-Python work (a model, a remote provider). ``build="later"``
     opens every pack without updating its index: `finish_build` does that (the
-    server answers its handshake meanwhile; tools wait for ``Library.readiness``)."""
+    server answers its handshake meanwhile; tools wait for ``Library.readiness``). A pack with
+    no markdown file is a warning (``say_empty``: `ep-mcp index` says it itself)."""
     emb: Embedder | None = make_embedder(settings) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
     lost: list[IndexDamagedError] = []
@@ -62,6 +65,8 @@ def open_library(
                     f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
                 )
             runtimes[rt.slug] = rt
+            if say_empty and not rt.pack.documents:
+                logger.warning("pack '%s': %s", rt.slug, empty_pack_message(rt.pack.root))
         if not runtimes and lost:
             raise lost[0]
     except BaseException:

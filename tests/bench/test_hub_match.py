@@ -47,3 +47,14 @@ def test_without_vectors_the_lexical_floor_is_chosen() -> None:
     ]
     point = choose_floor(rows, BASE, None)
     assert point.rule == "lexical" and point.floor.min_lexical == 0.095
+
+
+def test_tasks_for_absent_skills_are_counted_apart_and_the_unknown_penalty_moves_them() -> None:
+    answerable = _row(1, 0.5, 1.0)
+    absent = MatchRow("abs-1", "test", True, False, None, MatchEvidence(0.5, 1.0, 4, 0.5), True)
+    floor = MatchFloor(0.8, 0.5, 0.0, "m", unknown_penalty=0.5)  # 1.0 kept, 1.0 - 0.25 not
+    point = operating_point([answerable, absent], floor, "m")
+    assert (point.absent, point.absent_matched, point.negatives, point.withheld) == (1, 0, 0, 0)
+    assert point.to_dict()["absent_skills_matched"] == "0/1"
+    before = operating_point([answerable, absent], MatchFloor(0.8, 0.5, 0.0, "m"), "m")
+    assert before.to_dict()["absent_skills_matched"] == "1/1"

@@ -85,3 +85,15 @@ def test_a_provider_outage_during_index_is_a_warning_and_the_next_run_finishes(
     assert again.stderr == ""
     final = ep("search", small_pack, "bees", "--config", config, "--json")
     assert as_json(final)["mode"] == "hybrid"
+
+
+def test_config_names_a_misspelt_provider_with_a_guess_before_anything_runs(
+    ep: Ep, small_pack: Path, tmp_path: Path
+) -> None:
+    cfg = tmp_path / "typo.yaml"
+    cfg.write_text("embedding:\n  provider: locl\n", encoding="utf-8")
+    shown = ep("config", "--config", cfg)
+    assert shown.exit_code == 1
+    assert "embedding.provider: unknown provider 'locl' — did you mean 'local'?" in shown.stderr
+    flagged = ep("search", small_pack, "tomatoes", "--provider", "hahsing")
+    assert flagged.exit_code == 1 and "did you mean 'hashing'?" in flagged.stderr

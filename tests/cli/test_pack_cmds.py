@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -59,6 +60,33 @@ def test_validate_a_clean_pack_exits_0(ep: Ep, small_pack: Path) -> None:
     result = ep("validate", small_pack)
     assert result.exit_code == 0, result.stdout
     assert "0 problem(s)" in result.stdout
+
+
+def test_validate_a_real_pack_names_the_standard_files_it_asked_no_frontmatter_of(
+    ep: Ep, tmp_path: Path
+) -> None:
+    from conftest import shared_path
+
+    pack = Path(shutil.copytree(shared_path("packs", "blender-3d"), tmp_path / "blender-3d"))
+    result = ep("validate", pack)
+    assert result.exit_code == 0, result.stdout
+    assert "not asked for frontmatter (standard ExpertPack files that carry none): TOOLS.md" in (
+        result.stdout
+    )
+    assert "0 problem(s)" in result.stdout
+    assert ep("validate", pack, "--json").stdout.count('"TOOLS.md"') == 1
+
+
+def test_index_and_validate_both_report_an_unclosed_frontmatter_block(
+    ep: Ep, small_pack: Path
+) -> None:
+    (small_pack / "open.md").write_text("---\ntitle: Open\n\n# Open\n\nBody.\n", "utf-8")
+    said = "open.md:1: frontmatter opened at line 1 is never closed"
+    indexed = ep("index", small_pack, "--provider", "hashing")
+    assert indexed.exit_code == 0 and said in indexed.stderr
+    validated = ep("validate", small_pack)
+    assert validated.exit_code == 1 and said in validated.stdout
+    assert "no frontmatter" not in validated.stdout
 
 
 def test_a_missing_pack_folder_is_one_line_and_exit_1(ep: Ep, tmp_path: Path) -> None:

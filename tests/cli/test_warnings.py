@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,15 +45,27 @@ def test_filter_warnings_are_empty_for_known_values(small_pack: Path) -> None:
     assert filter_warnings(pack) == ()
 
 
-def test_an_empty_pack_warns_when_indexed_and_validated(ep: Ep, tmp_path: Path) -> None:
+def test_an_empty_pack_warns_when_indexed_searched_and_validated(
+    ep: Ep, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
+    said = f"no markdown files in {empty.resolve()} — nothing to index"
     for args in (("index", empty, "--provider", "hashing"), ("validate", empty)):
         result = ep(*args)
         assert result.exit_code == 0
-        assert "warning: the pack has no markdown files — add .md files" in result.stderr
+        assert result.stderr.count(said) == 1, result.stderr
     again = ep("index", empty, "--provider", "hashing")  # the no-change path warns too
-    assert "no markdown files" in again.stderr
+    assert said in again.stderr
+    with caplog.at_level("WARNING", logger="ep_mcp.opening"):  # search and serve: a log line
+        assert ep("search", empty, "compost", "--provider", "hashing").exit_code == 0
+    assert any(said in r.getMessage() for r in caplog.records)
+    served = subprocess.run(  # stdin at EOF: the stdio server starts, warns, then ends
+        [sys.executable, "-c", "from ep_mcp.cli import main; main()", "serve", str(empty),
+         "--provider", "hashing", "--no-watch"],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert served.returncode == 0 and said in served.stderr, served.stderr
 
 
 def test_skills_list_with_no_taps_says_how_to_add_one(tmp_path: Path) -> None:

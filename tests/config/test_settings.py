@@ -51,6 +51,11 @@ def test_a_reference_style_config_loads_with_paths_relative_to_the_file(tmp_path
         ("skills: {llm_timeout_s: 0}\n", "skills.llm_timeout_s: must be a number of seconds"),
         ("server: {max_body_bytes: -5}\n", "server.max_body_bytes: must be at least 1"),
         ("reranker: {max_chars: 0}\n", "reranker.max_chars: must be at least 1"),
+        (
+            "embedding: {provider: locl}\n",
+            "embedding.provider: unknown provider 'locl' — did you mean 'local'",
+        ),
+        ("embedding: {provider: bert}\n", "embedding.provider: unknown provider 'bert' (known: "),
     ],
 )
 def test_bad_config_is_reported_with_the_key_path(tmp_path: Path, text: str, message: str) -> None:

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from ep_mcp.eval.calibrate import (
     QueryRow,
@@ -64,3 +67,35 @@ def test_the_floor_withholds_at_most_five_percent_of_a_second_collection_too() -
     assert 0.3 < bounded.min_answerable <= 0.5  # above 0.5, 10 % of the claims are withheld
     assert bounded.not_covered == 5
     assert operating_point(claims, _model(), bounded.min_answerable).withheld == 2
+
+
+def test_calibrate_writes_a_new_file_and_replaces_only_when_told(tmp_path: Path) -> None:
+    from ep_mcp.cli.calibrate_cmds import model_target
+    from ep_mcp.errors import ConfigError
+    from ep_mcp.retrieval.confidence_file import packaged_path
+
+    home = tmp_path / "home"
+    fresh = model_target(None, False, home, "20261201-120000")
+    assert fresh == home / "calibration" / "confidence-20261201-120000.json"
+    assert model_target(None, True, home, "x") == packaged_path()  # the one way to replace it
+    taken = tmp_path / "mine.json"
+    taken.write_text("{}", encoding="utf-8")
+    with pytest.raises(ConfigError, match="exists — pass --replace to overwrite it"):
+        model_target(taken, False, home, "x")
+    assert model_target(taken, True, home, "x") == taken
+
+
+def test_calibrate_refuses_an_existing_out_before_any_work(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ep_mcp.cli import main
+
+    taken = tmp_path / "confidence.json"
+    taken.write_text('{"kept": true}', encoding="utf-8")
+    (tmp_path / "golden.yaml").write_text("pack: p\nqueries: []\n", encoding="utf-8")
+    args = ["bench", "calibrate", "--golden", str(tmp_path / "golden.yaml"),
+            "--packs-root", str(tmp_path), "--out", str(taken)]  # fmt: skip
+    result = CliRunner().invoke(main, args, env={"EP_MCP_HOME": str(tmp_path / "home")})
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {taken} exists — pass --replace")
+    assert taken.read_text(encoding="utf-8") == '{"kept": true}'

@@ -108,3 +108,25 @@ def test_the_tool_and_the_cli_each_say_how_to_see_the_closest(tapped: SkillHub, 
     args = ["skills", "search", OFF_TOPIC, "--include-low-confidence", "--json"]
     result = runner.invoke(main, args, env=env)
     assert json.loads(result.stdout)["results"][0]["name"] == "marinade"
+
+
+def test_terms_no_tap_holds_lower_the_match_by_the_unknown_penalty() -> None:
+    floor = MatchFloor(0.5, 0.5, 0.3, "local/m", unknown_penalty=0.5)
+    known = judge_match(MatchEvidence(0.4, 0.5, 4), floor, "local/m")  # 0.4 + 0.25
+    unknown = judge_match(MatchEvidence(0.4, 0.5, 4, unknown=0.5), floor, "local/m")  # - 0.25
+    assert known.matched and not unknown.matched
+    assert unknown.score == pytest.approx(0.4)
+
+
+def test_a_task_for_a_skill_nobody_tapped_gets_no_skill_when_its_words_are_in_no_tap(
+    make_repo: Callable[..., Path], make_hub: Callable[..., SkillHub]
+) -> None:
+    embedder = HashingEmbedder(64)
+    hub = make_hub(embedder=embedder, match_model=embedder.name, min_match=0.6)
+    hub.taps.add(str(make_repo()), allow_file=True)
+    hub.reindex(dense=True)
+    absent = "flatten the pdf form in kotlin with gradle"  # kotlin, gradle: in no tap
+    reply = hub.search(absent, 5, include_low_confidence=True)
+    assert reply.evidence is not None and reply.evidence.unknown == pytest.approx(2 / 5)
+    assert hub.search(absent, 5).results == ()
+    assert hub.search("flatten the pdf form so nobody can edit it", 5).results

@@ -103,3 +103,36 @@ def test_a_killed_build_leaves_the_previous_index_serving_and_a_rerun_resumes(
         assert lexical_files(store, "oldmarker") == set()
     finally:
         store.close()
+
+
+def test_ctrl_c_mid_build_says_the_next_run_resumes_and_exits_130(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    index_dir = tmp_path / "index"
+    write_pack(pack, "new")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        MARKER_ENV: str(tmp_path / "paused"),  # the second batch waits: the build is mid-way
+    }
+    args = ["index", str(pack), "--index-dir", str(index_dir), "--provider", "slow", "--json"]
+    proc = ep_mcp(args, env)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # the event: the embedding run has begun (no sleep, no clock)
+        seen.append(line)
+        if "embedding chunks: " in line and line.rstrip().endswith("to do"):
+            break
+    else:
+        pytest.fail(f"no progress line before the end: {''.join(seen)}")
+    wait_for(tmp_path / "paused", proc)  # one batch stored, the next one under way
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "stopped — the next `ep-mcp index` resumes where this one stopped" in err
+    assert "Aborted!" not in err and "Traceback" not in err and out == ""
+    env.pop(MARKER_ENV)
+    rerun = ep_mcp(args, env)
+    out, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+    report = json.loads(out)
+    assert report["reused"] >= 64 and report["chunks"] == FILES  # resumed, not restarted

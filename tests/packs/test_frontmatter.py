@@ -91,3 +91,10 @@ def test_frontmatter_with_thousands_of_nodes_is_hostile() -> None:
     fm = parse_frontmatter("---\nx: [" + "a," * 20_000 + "]\n---\nbody\n")
     assert fm.hostile
     assert fm.problem is not None and "YAML nodes" in fm.problem
+
+
+def test_an_unclosed_block_is_a_problem_at_line_1_and_the_text_stays_body() -> None:
+    fm = parse_frontmatter("---\ntitle: X\nno end\n")
+    assert fm.problem is not None and fm.problem.startswith("frontmatter opened at line 1 is")
+    assert fm.problem_line == 1 and fm.body_line == 1 and fm.meta == {} and not fm.hostile
+    assert parse_frontmatter("# Just a body\n\n---\n").problem is None  # a rule, not a block

@@ -8,7 +8,7 @@ import pytest
 
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Pack
-from ep_mcp.packs.validate import resolve_reference, validate_pack
+from ep_mcp.packs.validate import no_frontmatter_files, resolve_reference, validate_pack
 
 from .conftest import shared
 
@@ -106,9 +106,25 @@ def test_wikilinks_and_related_become_edges() -> None:
     assert any(e.kind == "related" for e in _pack("solar-diy").edges)
 
 
-def test_real_packs_validate_with_only_genuine_findings() -> None:
-    problems = validate_pack(_pack("blender-3d"))
-    assert [str(p) for p in problems] == ["TOOLS.md:1: no frontmatter — add title: and type:"]
+@pytest.mark.parametrize(
+    ("name", "findings", "skipped"),
+    [
+        ("blender-3d", [], ["TOOLS.md"]),  # TOOLS.md is a standard file with no frontmatter
+        ("solar-diy", [], ["TOOLS.md"]),
+        (  # a real finding: its first frontmatter block has neither, a second block follows
+            "home-assistant",
+            ["process/patterns/notification-patterns.md:1: frontmatter has no title: and type:"
+             " — add it"],
+            [],
+        ),
+    ],
+)  # fmt: skip
+def test_real_packs_validate_with_only_genuine_findings(
+    name: str, findings: list[str], skipped: list[str]
+) -> None:
+    pack = _pack(name)
+    assert [str(p) for p in validate_pack(pack)] == findings
+    assert no_frontmatter_files(pack) == skipped
 
 
 @pytest.mark.parametrize("name", ["anthropics-skills", "obra-superpowers"])

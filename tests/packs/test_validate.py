@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Pack
 from ep_mcp.packs.references import References, extract_wikilinks
-from ep_mcp.packs.validate import resolve_reference, validate_pack
+from ep_mcp.packs.validate import no_frontmatter_files, resolve_reference, validate_pack
 
 from .conftest import Writer
 
@@ -93,3 +93,30 @@ def test_validate_includes_load_warnings_first(write: Writer) -> None:
     root = write("bad.md", b"\xff")
     found = validate_pack(load_pack(root))
     assert [w.path for w in found] == ["bad.md"]
+
+
+def test_standard_expertpack_files_need_no_frontmatter_and_are_named_as_skipped(
+    write: Writer,
+) -> None:
+    write("manifest.yaml", "slug: demo\nname: Demo\ntype: product\n")
+    write("TOOLS.md", "# Pack Tools & Capabilities\n\nIntegrator contract.\n")
+    write("concepts/_index.md", "# Concepts\n\n- [A](a.md)\n")
+    write("concepts/a.md", "---\ntitle: A\ntype: concept\n---\n# A\n")
+    root = write("concepts/TOOLS.md", "# Not at the root: an ordinary file\n")
+    pack = load_pack(root)
+    assert [str(w) for w in validate_pack(pack)] == [
+        "concepts/TOOLS.md:1: no frontmatter — add title: and type:"
+    ]
+    assert no_frontmatter_files(pack) == ["TOOLS.md", "concepts/_index.md"]
+
+
+def test_an_unclosed_frontmatter_block_is_reported_as_that_not_as_no_frontmatter(
+    write: Writer,
+) -> None:
+    write("manifest.yaml", "slug: demo\nname: Demo\ntype: product\n")
+    root = write("open.md", "---\ntitle: Open\ntype: concept\n\n# Open\n\nThe body.\n")
+    found = [str(w) for w in validate_pack(load_pack(root))]
+    assert found == [
+        "open.md:1: frontmatter opened at line 1 is never closed (end it with a `---` line)"
+        " — indexed without frontmatter"
+    ]

@@ -37,6 +37,7 @@ class MatchRow:
     borrowed: bool
     rank: int | None  # the expected skill's rank, everything shown (None: missed or negative)
     evidence: MatchEvidence
+    absent: bool = False  # a task for a skill no tap has (``--absent``): counted on its own
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class OperatingPoint:
     withheld: int
     hit_at_1: float  # withheld queries count as misses
     hit_at_5: float
+    absent: int = 0  # tasks for skills no tap has
+    absent_matched: int = 0  # …answered with a skill anyway
 
     def to_dict(self) -> dict[str, object]:
         f = self.floor
@@ -64,6 +67,11 @@ class OperatingPoint:
             "withheld_rate": round(self.withheld / max(self.answerable, 1), 4),
             "hit@1": round(self.hit_at_1, 3),
             "hit@5": round(self.hit_at_5, 3),
+            **(
+                {"absent_skills_matched": f"{self.absent_matched}/{self.absent}"}
+                if self.absent
+                else {}
+            ),
         }
 
 
@@ -78,15 +86,24 @@ def borrowed_negatives(golden_dir: Path) -> list[GoldenQuery]:
 
 
 def collect(
-    hub: SkillHub, queries: Sequence[GoldenQuery], borrowed: Sequence[GoldenQuery]
+    hub: SkillHub,
+    queries: Sequence[GoldenQuery],
+    borrowed: Sequence[GoldenQuery],
+    absent: Sequence[GoldenQuery] = (),
 ) -> list[MatchRow]:
     rows = []
-    for q, lent in [*((q, False) for q in queries), *((q, True) for q in borrowed)]:
+    asked = [
+        *((q, False, False) for q in queries),
+        *((q, True, False) for q in borrowed),
+        *((q, False, True) for q in absent),
+    ]
+    for q, lent, missing in asked:
         reply = hub.search(q.query, 10, include_low_confidence=True)
         assert reply.evidence is not None, "the golden taps are indexed"
-        negative = lent or q.negative
+        negative = lent or missing or q.negative
         rank = None if negative else first_rank([r.skill.id for r in reply.results], q.expected)
-        rows.append(MatchRow(q.id, q.split or "dev", negative, lent, rank, reply.evidence))
+        split = q.split or "dev"
+        rows.append(MatchRow(q.id, split, negative, lent, rank, reply.evidence, missing))
     return rows
 
 
@@ -95,9 +112,14 @@ def operating_point(
 ) -> OperatingPoint:
     rule = "lexical"
     negatives = caught = own = own_caught = answerable = withheld = at1 = at5 = 0
+    absent = absent_matched = 0
     for r in rows:
         verdict = judge_match(r.evidence, floor, embedder)
         rule = verdict.rule
+        if r.absent:
+            absent += 1
+            absent_matched += verdict.matched
+            continue
         if r.negative:
             negatives += 1
             caught += not verdict.matched
@@ -111,8 +133,9 @@ def operating_point(
             at5 += r.rank <= 5
     n = max(answerable, 1)
     return OperatingPoint(
-        floor, rule, negatives, caught, own, own_caught, answerable, withheld, at1 / n, at5 / n
-    )
+        floor, rule, negatives, caught, own, own_caught, answerable, withheld, at1 / n, at5 / n,
+        absent, absent_matched,
+    )  # fmt: skip
 
 
 def choose_floor(dev: Sequence[MatchRow], base: MatchFloor, embedder: str | None) -> OperatingPoint:
@@ -147,16 +170,20 @@ def report(
     golden_dir: Path,
     modes: Sequence[str],
     embedder: Embedder | str | None = "auto",
+    absent: Path | None = None,
 ) -> dict[str, object]:
     """Per mode (hybrid: cosine + coverage; lexical: coverage alone): the floor chosen on dev
-    and its effect on dev and test, next to the configured floor's on test."""
+    and its effect on dev and test, next to the configured floor's on test (and on dev and
+    test without the unknown-word penalty). ``absent``: a golden file of tasks for skills no
+    tap has, reported as how many still get a skill."""
     queries = golden_queries(golden_dir)
     lent = borrowed_negatives(golden_dir)
+    missing = load_golden(absent).queries if absent is not None else ()
     out: dict[str, object] = {}
     for mode in modes:
         hub = SkillHub(settings, env, embedder=embedder, llm=None, legs=MODES[mode])
         try:
-            rows = collect(hub, queries, lent)
+            rows = collect(hub, queries, lent, missing)
             model = hub.embedder() if mode != "lexical" else None
             name = model.name if model is not None else None
             configured = hub.match_floor
@@ -170,6 +197,13 @@ def report(
             "test_at_chosen": operating_point(test, chosen.floor, name).to_dict(),
             "test_at_configured": operating_point(test, configured, name).to_dict(),
             "test_without_floor": operating_point(test, _open(configured), name).to_dict(),
+            "dev_at_configured": operating_point(dev, configured, name).to_dict(),
+            **{
+                f"{split}_without_unknown_penalty": operating_point(
+                    part, dataclasses.replace(configured, unknown_penalty=0.0), name
+                ).to_dict()
+                for split, part in (("dev", dev), ("test", test))
+            },
         }
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -16,6 +17,19 @@ from ep_mcp.cli.app import (
     resolve_settings,
 )
 from ep_mcp.cli.eval_cmds import work_option
+from ep_mcp.errors import ConfigError
+
+
+def model_target(out: Path | None, replace: bool, home: Path, stamp: str) -> Path:
+    """Where the refitted model goes: ``out`` (an existing file only with ``replace``); with
+    no ``out``, a new file under ``home`` — or, with ``replace``, the packaged model."""
+    from ep_mcp.retrieval.confidence_file import packaged_path
+
+    if out is None:
+        return packaged_path() if replace else home / "calibration" / f"confidence-{stamp}.json"
+    if out.exists() and not replace:
+        raise ConfigError(f"{out} exists — pass --replace to overwrite it, or another --out")
+    return out
 
 
 @bench.command("calibrate")
@@ -30,7 +44,14 @@ from ep_mcp.cli.eval_cmds import work_option
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Where to write the model (default: the packaged ep_mcp/data/confidence.json).",
+    help="Where to write the model: a new file (default: a new "
+    "$EP_MCP_HOME/calibration/confidence-<time>.json; the served model is not touched).",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Overwrite --out if it exists; without --out, replace the packaged model that "
+    "ep-mcp serves (ep_mcp/data/confidence.json).",
 )
 @click.option("--plots", "plots_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option(
@@ -48,6 +69,7 @@ def calibrate_cmd(
     golden: Path,
     roots: tuple[Path, ...],
     out: Path | None,
+    replace: bool,
     plots_dir: Path | None,
     beir: Path | None,
     config: Path | None,
@@ -64,13 +86,15 @@ def calibrate_cmd(
 
     settings = resolve_settings(config, provider=provider)
     assert settings.home is not None
+    target = model_target(out, replace, settings.home, time.strftime("%Y%m%d-%H%M%S"))
     sets = load_golden_dir(golden) if golden.is_dir() else [load_golden(golden)]
     folder = work or settings.home / "eval"
     rows = cal.collect(sets, list(roots), settings, folder)
     other = cal.collect_beir(beir, settings, folder) if beir is not None else []
     dev = [r for r in rows if r.split == "dev"]
     model = cal.fit_model(dev, settings.retrieval.activation_model, note="golden dev split")
-    save_model(model, out or packaged_path())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    save_model(model, target)
     chosen = cal.choose_min_answerable(dev, model, also=[r for r in other if r.split == "dev"])
     report: dict[str, object] = {"min_answerable": chosen.min_answerable}
     for split in ("dev", "test"):
@@ -97,7 +121,12 @@ def calibrate_cmd(
     if as_json:
         emit_json(report)
         return
-    click.echo(f"model written: {out or packaged_path()}", err=True)
+    served = (
+        "it is the model ep-mcp serves"
+        if target == packaged_path()
+        else ("the served model is unchanged (rerun with --replace and no --out to replace it)")
+    )
+    click.echo(f"model written: {target} — {served}", err=True)
     click.echo(f"min_answerable (chosen on dev): {chosen.min_answerable}")
     for split in ("dev", "test"):
         click.echo(f"{split}: {report[split]}")

@@ -6,7 +6,7 @@ import dataclasses
 import os
 import tempfile
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +27,11 @@ from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import IndexDamagedError, PackError
 
 if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no change skips it
+    from ep_mcp.indexing import IndexOutcome
     from ep_mcp.retrieval.types import SearchResult
     from ep_mcp.runtime import Library, PackRuntime
 
-EMPTY_PACK = (
-    "the pack has no markdown files — add .md files to the folder (hidden files and folders "
-    "are skipped), or pass the folder that holds them"
-)
+STOPPED = "stopped — the next `ep-mcp index` resumes where this one stopped"
 pack_argument = click.argument("pack", type=click.Path(path_type=Path, file_okay=False))
 
 
@@ -124,13 +122,17 @@ def index_cmd(
         return
     from ep_mcp.indexing import update_index
 
-    done = update_index(settings)
-    _print_index(done.slug, done.index, done.report, done.warnings, as_json)
+    try:
+        done = update_index(settings)
+    except KeyboardInterrupt:  # Ctrl-C: what is stored stays (vectors cached, index whole)
+        click.echo(f"\n{STOPPED}", err=True)
+        raise SystemExit(130) from None
+    _print_index(pack, done, as_json)
 
 
-def _print_index(
-    slug: str, index: Path, report: Mapping[str, Any], warnings: Sequence[str], as_json: bool
-) -> None:
+def _print_index(pack: Path, done: IndexOutcome, as_json: bool) -> None:
+    slug, index, warnings = done.slug, done.index, done.warnings
+    report: Mapping[str, Any] = done.report
     if as_json:
         emit_json({"pack": slug, "index": str(index), **report, "warnings": list(warnings)})
     else:
@@ -143,7 +145,9 @@ def _print_index(
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     if not report["files"]:
-        click.echo(f"warning: {EMPTY_PACK}", err=True)
+        from ep_mcp.packs.loader import empty_pack_message
+
+        click.echo(f"warning: {empty_pack_message(pack.resolve())}", err=True)
     if report.get("pending"):  # exit 0 all the same: the lexical index is written and usable
         click.echo(
             f"warning: the embedding provider failed ({report.get('embedding_error')}) — "
@@ -248,12 +252,13 @@ def search_cmd(
 def validate_cmd(pack: Path, as_json: bool) -> None:
     """Report every problem found in PACK, with file and line. Exits 1 when there are any."""
     from ep_mcp.packs.loader import load_pack
-    from ep_mcp.packs.validate import validate_pack
+    from ep_mcp.packs.validate import no_frontmatter_files, validate_pack
 
     if not pack.is_dir():
         raise PackError(f"no pack folder at {pack} — pass the path of a folder of markdown files")
     loaded = load_pack(pack.resolve())
     problems = validate_pack(loaded)
+    skipped = no_frontmatter_files(loaded)
     if as_json:
         emit_json(
             {
@@ -261,13 +266,21 @@ def validate_cmd(pack: Path, as_json: bool) -> None:
                 "kind": loaded.kind,
                 "files": len(loaded.documents),
                 "problems": [dataclasses.asdict(p) for p in problems],
+                "no_frontmatter_needed": skipped,
             }
         )
     else:
         for p in problems:
             click.echo(str(p))
+        if skipped:
+            click.echo(
+                "not asked for frontmatter (standard ExpertPack files that carry none): "
+                + ", ".join(skipped)
+            )
         if not loaded.documents:
-            click.echo(f"warning: {EMPTY_PACK}", err=True)
+            from ep_mcp.packs.loader import empty_pack_message
+
+            click.echo(f"warning: {empty_pack_message(loaded.root)}", err=True)
         click.echo(
             f"{loaded.slug} ({loaded.kind}): {len(loaded.documents)} files, "
             f"{len(problems)} problem(s)"

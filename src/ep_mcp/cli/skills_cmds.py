@@ -307,6 +307,12 @@ def discover_cmd(query: str, limit: int, config: Path | None, as_json: bool) -> 
     help="Also choose the no-skill-matches floor on the dev queries and report it on test.",
 )
 @click.option(
+    "--absent",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="With --match: a golden file of tasks for skills no tap has "
+    "(tests/hub/data/absent-skills.yaml); reports how many still get a skill.",
+)
+@click.option(
     "--work",
     type=click.Path(path_type=Path, file_okay=False),
     help="Keep repositories and indexes here (default: a temp folder).",
@@ -321,6 +327,7 @@ def bench_skills_cmd(
     scale: bool,
     quality: bool,
     match: bool,
+    absent: Path | None,
     work: Path | None,
     config: Path | None,
     as_json: bool,
@@ -346,7 +353,7 @@ def bench_skills_cmd(
                 skills_root, base / "quality", settings, os.environ, dense
             )
             out["match"] = hub_match.report(
-                tapped, os.environ, golden, [m for m in mode_list if m != "dense"]
+                tapped, os.environ, golden, [m for m in mode_list if m != "dense"], absent=absent
             )
         if scale:
             out["scale"] = hub_bench.scale(base / "scale", settings, os.environ)
@@ -363,7 +370,8 @@ def bench_skills_cmd(
                 f"p50 {row['p50_ms']} ms"
             )
     for mode, row in out.get("match", {}).items():
-        for key in ("chosen_on_dev", "test_at_chosen", "test_at_configured"):
+        for key in ("chosen_on_dev", "test_at_chosen", "test_at_configured",
+                    "test_without_unknown_penalty"):  # fmt: skip
             click.echo(f"match {mode:<8} {key:<19} {row[key]}")
     if "scale" in out:
         click.echo(f"scale: {out['scale']}")

@@ -96,8 +96,9 @@ class SkillHub:
             sk.support_factor,
         )
         self.match_floor = MatchFloor(
-            sk.min_match, sk.match_coverage_weight, sk.min_match_lexical, sk.match_model
-        )
+            sk.min_match, sk.match_coverage_weight, sk.min_match_lexical, sk.match_model,
+            sk.match_unknown_penalty,
+        )  # fmt: skip
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -364,7 +365,7 @@ class SkillHub:
         use_llm = self.settings.skills.llm_rerank if smart is None else smart
         head = ranked[: max(limit, MATCH_DEPTH, self.settings.skills.llm_top if use_llm else 0)]
         rows = best_chunks(self._indexes, head)
-        evidence = match_evidence(query, ranked, top_cosine, by_id, rows)
+        evidence = match_evidence(query, ranked, top_cosine, by_id, rows, ready)
         verdict = judge_match(evidence, self.match_floor, embedder.name if embedder else None)
         withheld = 0
         if ranked and not verdict.matched:

@@ -2,8 +2,10 @@
 
 A ranked list always has a first skill, so an off-topic task ("a marinade for grilled chicken")
 would get a confident wrong one. The evidence is what the legs already hold: the best dense
-cosine between the task and any chunk of any tap, and how much of the task's content vocabulary
-the first few skills hold (each one's card — name, description, headings — and best section).
+cosine between the task and any chunk of any tap, how much of the task's content vocabulary
+the first few skills hold (each one's card — name, description, headings — and best section),
+and the share of its terms that no tap holds at all (a task for a skill nobody tapped names
+things — Kotlin, Solidity, Helm — the taps never mention; issue #25).
 Below the floor the hub answers no skill and says so. The floor is chosen on the golden dev
 queries (``ep-mcp bench skills --match``, docs/BENCHMARKS.md) for one embedder; with another
 (or without vectors) the coverage alone decides, against its own floor. Pure: evidence in,
@@ -12,7 +14,7 @@ verdict out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ep_mcp.retrieval.threshold import term_coverage
@@ -26,6 +28,7 @@ class MatchEvidence:
     top_cosine: float | None  # best cosine of the task with any chunk (None: no dense leg)
     coverage: float  # best share of the task's terms found in one of the first skills
     terms: int  # content terms in the task
+    unknown: float = 0.0  # share of the task's terms that no chunk of any tap holds
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class MatchFloor:
     coverage_weight: float
     min_lexical: float  # without vectors (or with an embedder it was not chosen for): coverage
     calibrated_for: str  # prefix of the embedder ``min_match`` was chosen for; "*" any
+    unknown_penalty: float = 0.0  # subtracted per share of the task's terms no tap holds
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,11 @@ class MatchVerdict:
         return f"term coverage {self.score:.2f} < skills.min_match_lexical {self.floor}"
 
 
+def unknown_share(terms: Sequence[str], known: Callable[[str], bool]) -> float:
+    """Share of ``terms`` that ``known`` (does any tap hold it?) says no to."""
+    return sum(not known(t) for t in terms) / len(terms) if terms else 0.0
+
+
 def match_coverage(terms: Sequence[str], texts: Sequence[str]) -> float:
     """Best share of ``terms`` found in one of ``texts`` (crude stems, as the packs' floor)."""
     return max((term_coverage(terms, t) for t in texts), default=0.0)
@@ -66,7 +75,11 @@ def judge_match(evidence: MatchEvidence, floor: MatchFloor, embedder: str | None
         embedder is not None and embedder.startswith(floor.calibrated_for)
     )
     if evidence.top_cosine is not None and calibrated:
-        score = evidence.top_cosine + floor.coverage_weight * evidence.coverage
+        score = (
+            evidence.top_cosine
+            + floor.coverage_weight * evidence.coverage
+            - floor.unknown_penalty * evidence.unknown
+        )
         return MatchVerdict(score, floor.min_match, "hybrid")
     return MatchVerdict(evidence.coverage, floor.min_lexical, "lexical")
 

@@ -21,7 +21,7 @@ from ep_mcp.config import RetrievalSettings
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.hub.catalog import NameIndex, SkillEntry, card_text
 from ep_mcp.hub.llm import Candidate, LlmReranker
-from ep_mcp.hub.match import MATCH_DEPTH, MatchEvidence, match_coverage
+from ep_mcp.hub.match import MATCH_DEPTH, MatchEvidence, match_coverage, unknown_share
 from ep_mcp.hub.ranking import ChunkHit, ChunkRef, SkillCandidate, apply_order, fuse_skills
 from ep_mcp.hub.tapindex import TapIndex, is_card
 from ep_mcp.index.embed.base import Embedder
@@ -166,16 +166,23 @@ def match_evidence(
     top_cosine: float | None,
     by_id: Mapping[str, SkillEntry],
     rows: Mapping[tuple[str, int], StoredChunk],
+    ready: Sequence[TapIndex] = (),
 ) -> MatchEvidence:
-    """What says any skill fits: the best cosine, and the task's terms in the first skills'
-    cards and best sections (``rows`` must hold the first ``MATCH_DEPTH``)."""
+    """What says any skill fits: the best cosine, the task's terms in the first skills'
+    cards and best sections (``rows`` must hold the first ``MATCH_DEPTH``), and the share of
+    its terms that no chunk of the ``ready`` taps holds."""
     terms = query_terms(query)
     texts = [
         f"{card_text(by_id[c.skill_id])}\n{_text(rows, c)}"
         for c in ranked[:MATCH_DEPTH]
         if c.skill_id in by_id
     ]
-    return MatchEvidence(top_cosine, match_coverage(terms, texts), len(terms))
+
+    def known(term: str) -> bool:
+        return any(ti.holds(term) for ti in ready)
+
+    unknown = unknown_share(terms, known) if ready else 0.0
+    return MatchEvidence(top_cosine, match_coverage(terms, texts), len(terms), unknown)
 
 
 def llm_rerank(

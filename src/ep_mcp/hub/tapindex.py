@@ -223,6 +223,10 @@ class TapIndex:
         hits = self.store.lexical_top(terms, n, weights=weights, time_limit_ms=time_limit_ms)
         return self._refs(hits)
 
+    def holds(self, term: str) -> bool:
+        """Does any chunk of this tap hold ``term`` (as FTS5 matches it)?"""
+        return bool(self.store.lexical_top([term], 1, time_limit_ms=250))
+
     def vector(
         self, query: npt.NDArray[np.float32], n: int, embedder_name: str
     ) -> list[tuple[ChunkRef, float]]:

@@ -44,9 +44,21 @@ def split_frontmatter(text: str) -> tuple[str | None, int]:
     return None, 1  # never closed: the whole text is body
 
 
+UNCLOSED = "frontmatter opened at line 1 is never closed (end it with a `---` line)"
+
+
+def is_unclosed(text: str) -> bool:
+    """The text opens a frontmatter block at line 1 and never closes it."""
+    lines = text.splitlines(keepends=True)
+    opens = bool(lines) and _OPEN.fullmatch(lines[0]) is not None
+    return opens and split_frontmatter(text)[0] is None
+
+
 def parse_frontmatter(text: str, *, source: str = "<string>") -> Frontmatter:
     """Split and parse frontmatter; a bad block becomes a problem, never an exception."""
     raw, body_line = split_frontmatter(text)
+    if raw is None and is_unclosed(text):
+        return Frontmatter(body_line=body_line, problem=UNCLOSED, problem_line=1)
     if raw is None or not raw.strip():
         return Frontmatter(body_line=body_line)
     try:

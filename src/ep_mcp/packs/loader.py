@@ -24,6 +24,14 @@ logger = logging.getLogger(__name__)
 SKILL_SEARCH_DEPTH = 4  # folders below the root searched for SKILL.md when detecting
 
 
+def empty_pack_message(root: Path) -> str:
+    """What to say of a pack folder that holds no markdown file."""
+    return (
+        f"no markdown files in {root} — nothing to index (add .md files to the folder; hidden "
+        "files and folders are skipped), or pass the folder that holds them"
+    )
+
+
 def example_pack() -> Path:
     """The ExpertPack bundled with ep-mcp (served when no pack and no config is given)."""
     from importlib.resources import files

@@ -4,11 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ep_mcp.packs.frontmatter import body_hash
+from ep_mcp.packs.frontmatter import body_hash, is_unclosed
 from ep_mcp.packs.models import Document, Pack, PackWarning
 from ep_mcp.packs.references import References, extract_wikilinks, resolve_reference
 
-__all__ = ["resolve_reference", "validate_pack"]
+__all__ = ["NO_FRONTMATTER", "no_frontmatter_files", "resolve_reference", "validate_pack"]
+
+# Files an ExpertPack carries at its root without frontmatter: the integrator contract
+# (`TOOLS.md`) and the repository's own papers. Navigation files (`_index.md`,
+# `source-coverage.md`) are known by name anywhere. Frontmatter is not asked of them.
+NO_FRONTMATTER_AT_ROOT = frozenset(
+    {"TOOLS.md", "README.md", "LICENSE.md", "CHANGELOG.md", "CONTRIBUTING.md"}
+)
+NO_FRONTMATTER_ANYWHERE = frozenset({"_index.md", "source-coverage.md"})
+NO_FRONTMATTER = tuple(sorted(NO_FRONTMATTER_AT_ROOT | NO_FRONTMATTER_ANYWHERE))
+
+
+def _needs_no_frontmatter(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return (path in NO_FRONTMATTER_AT_ROOT) or name in NO_FRONTMATTER_ANYWHERE
+
+
+def no_frontmatter_files(pack: Pack) -> list[str]:
+    """The ExpertPack files that carry no frontmatter and need none (validate skips them)."""
+    if pack.kind != "expertpack":
+        return []
+    return sorted(
+        d.path
+        for d in pack.documents
+        if _needs_no_frontmatter(d.path) and d.body_line == 1 and not d.meta
+    )
 
 
 def validate_pack(pack: Pack) -> list[PackWarning]:
@@ -74,7 +99,9 @@ def _hash_mismatch(doc: Document) -> Iterator[PackWarning]:
 
 def _missing_fields(doc: Document) -> Iterator[PackWarning]:
     if doc.body_line == 1 and not doc.meta:
-        yield PackWarning(doc.path, "no frontmatter — add title: and type:", 1)
+        if not _needs_no_frontmatter(doc.path) and not is_unclosed(doc.text):
+            # (an unclosed block is the loader's warning, at line 1)
+            yield PackWarning(doc.path, "no frontmatter — add title: and type:", 1)
         return
     missing = [key for key in ("title", "type") if not doc.meta.get(key)]
     if missing:

@@ -246,3 +246,43 @@ def test_without_javascript_an_open_pack_still_searches_and_opens_sections(
         assert "/packs/ep-mcp-docs/read?id=" in tab.url
     finally:
         context.close()
+
+
+IN_VIEW = """(sel) => {
+  const el = document.querySelector(sel);
+  const box = el.getBoundingClientRect();
+  const panel = el.closest('.reader-panel');
+  const view = panel ? panel.getBoundingClientRect() : {top: 0, bottom: innerHeight};
+  return {top: box.top, viewTop: Math.max(view.top, 0),
+          viewBottom: Math.min(view.bottom, innerHeight)};
+}"""
+
+
+def _in_view(tab: Any, sel: str) -> bool:
+    """The top of ``sel`` is on screen (inside its scrolling reader panel, if in one)."""
+    found = tab.evaluate(IN_VIEW, sel)
+    return bool(found["viewTop"] - 1 <= found["top"] < found["viewBottom"] - 20)
+
+
+def test_open_in_context_scrolls_to_the_hits_own_section_below_a_long_neighbour(
+    browser: Any, live_url: str
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 560})
+    context.set_default_timeout(15_000)
+    try:
+        tab = context.new_page()
+        search(tab, live_url, "ep-mcp-docs", GOLDEN_QUERY)
+        hit = tab.locator("#hits li.hit").filter(has_text="reference/configuration.md:184")
+        link = hit.locator("a.open")
+        link.click()  # its section (reranker) follows the long `retrieval` section
+        tab.locator("#reader section.focus").wait_for()
+        assert "reranker" in tab.locator("#reader section.focus p.where").inner_text()
+        tab.wait_for_function("() => document.querySelector('#reader').scrollTop > 0")
+        assert _in_view(tab, "#reader section.focus")
+        href = link.get_attribute("href")
+        assert href is not None and href.endswith("#hit")
+        tab.goto(live_url + href)  # the read page itself (also the link without JavaScript)
+        tab.locator("section.focus").wait_for()
+        assert _in_view(tab, "section.focus")
+    finally:
+        context.close()

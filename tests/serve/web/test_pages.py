@@ -152,6 +152,27 @@ def test_the_health_page_shows_findings_freshness_graph_coverage_and_index(wb_ap
     assert "from the evaluation report 2026-12-01T10:00:00Z" in example
 
 
+def test_the_health_page_names_the_model_and_provider_the_index_was_built_with(
+    wb_app: Any,
+) -> None:
+    text = get(wb_app, "/ui/health", params={"pack": "ep-mcp-docs"}).text
+    index = re.search(r'<table class="index">.*?</table>', text, re.S)
+    assert index is not None
+    rows = dict(re.findall(r"<th scope=row>(.*?)</th><td>(.*?)</td>", index.group(0)))
+    assert rows["model"] == "fake/hashing-64" and rows["dimension"] == "64"
+    assert rows["provider"] == "hashing"
+    assert "lexical only" not in index.group(0)
+
+
+def test_the_provider_of_an_index_is_the_prefix_of_its_model_when_that_names_a_provider() -> None:
+    from ep_mcp.serve.web.data import provider_of
+
+    assert provider_of("local/all-MiniLM-L6-v2-int8", "hashing") == "local"
+    assert provider_of("openai/text-embedding-3-small", "local") == "openai"
+    assert provider_of("fake/hashing-64", "hashing") == "hashing"
+    assert provider_of(None, "local") is None
+
+
 def test_the_eval_page_shows_per_pack_and_category_tables_misses_and_the_difference(
     wb_app: Any,
 ) -> None:

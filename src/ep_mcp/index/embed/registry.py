@@ -7,6 +7,7 @@ earlier under the same name (a plugin, a test) wins over the built-in.
 
 from __future__ import annotations
 
+import difflib
 import threading
 from collections.abc import Mapping
 
@@ -80,8 +81,10 @@ def create_embedder(spec: EmbeddingSpec, env: Mapping[str, str] | None = None) -
     register_builtins()
     factory = factory_for(spec.provider)
     if factory is None:
+        close = difflib.get_close_matches(spec.provider, providers(), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise EmbeddingError(
-            f"unknown embedding provider {spec.provider!r} — known providers: "
+            f"unknown embedding provider {spec.provider!r} — {hint}known providers: "
             + ", ".join(providers())
         )
     return factory(spec, dict(env or {}))

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from ep_mcp.errors import ConfigError, QueryError
 from ep_mcp.eval.report import history, load_report, only_packs
+from ep_mcp.index.embed.base import providers
+from ep_mcp.index.embed.registry import register_builtins
 from ep_mcp.json_types import JsonObject
 from ep_mcp.reading import fragment_target, read_document
 from ep_mcp.reading_results import DocumentRead
@@ -64,17 +66,32 @@ def read(lib: Library, args: Mapping[str, str]) -> DocumentRead:
 
 
 def index_state(rt: PackRuntime) -> IndexState:
+    """What the index says of itself: its `index_features` name the embedder its vectors were
+    made with (`provider/model`, None when lexical only) and their dimension."""
     features = rt.store.features()
     counts = rt.store.counts()
+    model = rt.store.embedding_model()
+    dimension = features.get("dimension")
     return IndexState(
         files=counts.get("files"),
         chunks=counts.get("chunks"),
         vectors=counts.get("vectors"),
         pending=counts.get("pending", 0),
-        model=features.get("model"),
-        dimension=features.get("dimension"),
-        provider=features.get("provider"),
+        model=model,
+        dimension=int(dimension) if model is not None and dimension else None,
+        provider=provider_of(model, rt.settings.embedding.provider),
     )
+
+
+def provider_of(model: str | None, configured: str) -> str | None:
+    """The provider that made an index's vectors: the `provider/` its embedder's name starts
+    with when that is a provider's name (`local/…`, `openai/…`), else the configured one (the
+    test provider `hashing` names its vectors `fake/…`); None for a lexical-only index."""
+    if model is None:
+        return None
+    register_builtins()
+    prefix = model.split("/", 1)[0]
+    return prefix if prefix in providers() else configured
 
 
 def report_names(rt: PackRuntime) -> set[str]:

@@ -29,7 +29,8 @@ def read_url(pack: str, fragment_id: str, *, fragment: bool = False) -> str:
     """The page (or the fragment) that opens ``fragment_id`` with its neighbours."""
     if fragment:
         return "/ui/read?" + urlencode({"pack": pack, "id": fragment_id})
-    return f"/packs/{quote(pack, safe='')}/read?" + urlencode({"id": fragment_id})
+    page = f"/packs/{quote(pack, safe='')}/read?"
+    return page + urlencode({"id": fragment_id}) + "#hit"
 
 
 def _records(value: object) -> list[Mapping[str, object]]:
@@ -237,12 +238,15 @@ def results_html(result: SearchResult) -> str:
 
 
 def _span_html(heading_path: Sequence[str], span: Span, cls: str) -> str:
+    """A section; the one asked for (`focus`) is `#hit`, where its links and the page scroll."""
     first, last = span.line_range
     where = f"lines {e(first)}&ndash;{e(last)}"
     heading = " &rsaquo; ".join(e(h) for h in heading_path)
+    anchor = ' id="hit"' if cls == "focus" else ""
     return (
-        f'<section class="{cls}"><p class="where">{heading} <span class="muted">{where}</span>'
-        f'</p><div class="md">{render_markdown(span.text)}</div></section>'
+        f'<section class="{cls}"{anchor}><p class="where">{heading} '
+        f'<span class="muted">{where}</span></p>'
+        f'<div class="md">{render_markdown(span.text)}</div></section>'
     )
 
 

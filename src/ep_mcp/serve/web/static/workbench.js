@@ -51,7 +51,9 @@
   function loadPending(force) {
     const content = $("#content[data-src]");
     if (content && (force || content.querySelector("[data-pending]"))) {
-      load(content.dataset.src, content);
+      load(content.dataset.src, content).then(() => {
+        if (location.hash === "#hit") toHit(content);
+      });
     }
   }
 
@@ -75,7 +77,22 @@
     event.preventDefault();
     const reader = $("#reader");
     reader.hidden = false;
-    load(link.dataset.panel, reader).then(() => reader.scrollIntoView({ block: "nearest" }));
+    load(link.dataset.panel, reader).then(() => {
+      reader.scrollIntoView({ block: "nearest" });
+      toHit(reader);
+    });
+  }
+
+  // Scroll the hit's own section (#hit) to the top of the reader panel (or of the page): the
+  // section before it is shown too, and may be far longer than the screen.
+  function toHit(scroller) {
+    const hit = scroller.querySelector("#hit");
+    if (!hit) return;
+    if (scroller.id === "reader") {
+      scroller.scrollTop += hit.getBoundingClientRect().top - scroller.getBoundingClientRect().top;
+    } else {
+      hit.scrollIntoView({ block: "start" });
+    }
   }
 
   document.addEventListener("DOMContentLoaded", () => {
