@@ -15,6 +15,7 @@ home-assistant pack with the local model), 28 ms on 12 MB and 2.4 s on a synthet
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,13 @@ def marker(path: Path) -> Path:
 
 
 def mark_damaged(path: Path, reason: str) -> None:
-    """Remember that `path` is damaged, so the next open rebuilds it (best effort)."""
+    """Remember that `path` is damaged, so the next open rebuilds it (best effort; a link or
+    anything but a regular file at the marker's name is never written through)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     with contextlib.suppress(OSError):
-        marker(path).write_text(reason + "\n", encoding="utf-8")
+        fd = os.open(marker(path), flags | getattr(os, "O_NONBLOCK", 0), 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(reason + "\n")
 
 
 def clear_mark(path: Path) -> None:
