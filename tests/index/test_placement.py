@@ -255,4 +255,3 @@ def test_a_damage_marker_is_never_written_through_a_link(tmp_path: Path) -> None
     os.symlink(outside, integrity.marker(index))
     integrity.mark_damaged(index, "corrupt: test")
     assert outside.read_text() == "keep me\n"
-
