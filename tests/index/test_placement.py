@@ -93,7 +93,6 @@ def test_a_pack_linking_its_index_to_another_packs_never_opens_or_writes_it(
 ) -> None:
     keyed, open_ = two
     plant(keyed, open_)  # type: ignore[operator]
-    before = (keyed / ".ep-mcp" / "index.db").read_bytes()
     with caplog.at_level(logging.WARNING):
         lib = _serve_both(tmp_path, keyed, open_)
     try:
@@ -104,7 +103,6 @@ def test_a_pack_linking_its_index_to_another_packs_never_opens_or_writes_it(
     finally:
         lib.close()  # type: ignore[attr-defined]
     assert _keyed_files(keyed) == {"secret.md"}
-    assert (keyed / ".ep-mcp" / "index.db").read_bytes() == before or _keyed_files(keyed)
     warned = [r.getMessage() for r in caplog.records if "symbolic link" in r.getMessage()]
     assert len(warned) == 1 and "open" in warned[0], warned
 
