@@ -137,7 +137,7 @@ def versions(pack_dir: Path) -> list[Path]:
 def pack_folder(location: Path, slug: str | None = None) -> Path:
     """The artifact folder of one pack: ``location`` itself when it holds ``current``, else
     ``location/<slug>`` (``location`` is then the ``--out`` root)."""
-    if (location / CURRENT).exists() or slug is None:
+    if os.path.lexists(location / CURRENT) or slug is None:  # a broken `current` too
         return location
     return location / slug
 

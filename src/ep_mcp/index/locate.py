@@ -78,7 +78,12 @@ def place_index(
     directory where the index file should be, and for a link below `index_dir` or the home.
     """
     if index_dir is not None:
-        return Placement(beneath(index_dir, (INDEX,), create=create), "configured")
+        try:
+            return Placement(beneath(index_dir, (INDEX,), create=create), "configured")
+        except LinkedLocation as exc:
+            raise IndexPlacementError(
+                f"{exc} — remove it, or give the pack an index_dir of its own"
+            ) from None
     root = Path(os.path.realpath(pack_root))
     moved: str | None = None
     inside_package = Path(__file__).resolve().parents[1] in root.parents

@@ -85,8 +85,7 @@ def check_leaf(path: Path) -> None:
             ) from None
         if stat.S_ISLNK(st.st_mode):
             raise LinkedLocation(
-                f"{candidate} is a symbolic link — an index is never opened through a link; "
-                "remove it and run `ep-mcp index PACK`"
+                f"{candidate} is a symbolic link, and an index is never opened through one"
             )
         if not stat.S_ISREG(st.st_mode):
             raise not_a_file(candidate, st.st_mode)
