@@ -8,6 +8,7 @@ wait for ``Library.readiness``). An index found damaged while it is updated is r
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Literal
@@ -15,6 +16,7 @@ from typing import Literal
 from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import (
     BuildStopped,
+    ConfigError,
     EpMcpError,
     IndexBuildError,
     IndexDamagedError,
@@ -49,7 +51,9 @@ def open_library(
     emb: Embedder | None = make_embedder(settings) if embedder == "auto" else embedder  # type: ignore[assignment]
     runtimes: dict[str, PackRuntime] = {}
     lost: list[IndexDamagedError] = []
+    _one_index_each(settings.packs)
     executors, how = LegExecutors.start(), (build, _words_first(emb, lexical_first))
+    files: dict[tuple[int, int], PackRuntime] = {}
     try:
         for cfg in settings.packs:
             try:
@@ -60,6 +64,13 @@ def open_library(
                 logger.error("%s — serving the other packs without it", exc)
                 lost.append(exc)
                 continue
+            same = _shared_index(rt, files)
+            if same is not None:
+                rt.close()
+                raise ConfigError(
+                    f"packs '{same.slug}' ({same.pack.root}) and '{rt.slug}' ({rt.pack.root}) "
+                    f"resolve to one index file, {rt.store.path} — give each its own index_dir"
+                )
             if rt.slug in runtimes:
                 raise NotFoundError(
                     f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
@@ -70,6 +81,8 @@ def open_library(
         if not runtimes and lost:
             raise lost[0]
     except BaseException:
+        for opened in runtimes.values():
+            opened.close()
         executors.close()
         raise
     library = Library(settings, runtimes, emb, executors)
@@ -78,6 +91,36 @@ def open_library(
         for rt in runtimes.values():
             rt.building.indexing = not rt.config.read_only
     return library
+
+
+def _one_index_each(packs: tuple[PackSettings, ...]) -> None:
+    """Two configured packs with one ``index_dir`` are a config error naming both."""
+    seen: dict[str, PackSettings] = {}
+    for cfg in packs:
+        if cfg.index_dir is None or cfg.artifact is not None:
+            continue
+        key = os.path.realpath(cfg.index_dir)
+        if key in seen:
+            first = seen[key]
+            raise ConfigError(
+                f"packs {first.slug or first.path} and {cfg.slug or cfg.path} both use the "
+                f"index_dir {key} — one index belongs to one pack: give each its own"
+            )
+        seen[key] = cfg
+
+
+def _shared_index(rt: PackRuntime, files: dict[tuple[int, int], PackRuntime]) -> PackRuntime | None:
+    """The runtime already opened on the same index file as ``rt`` (a hard link, the same
+    folder configured twice), else None after noting ``rt``'s file."""
+    try:
+        st = os.stat(rt.store.path)
+    except OSError:
+        return None
+    key = (st.st_dev, st.st_ino)
+    if key in files:
+        return files[key]
+    files[key] = rt
+    return None
 
 
 def _open_pack(

@@ -91,6 +91,22 @@ def _finish_database(index: Path) -> None:
             Path(str(index) + suffix).unlink()
 
 
+def _forget_owner(index: Path) -> None:
+    """A seed copied from the current version names the staging folder it was built in as
+    its owner; the new build claims it for its own staging folder."""
+    import apsw
+
+    from ep_mcp.index.placement import OWNER_KEY
+
+    conn = apsw.Connection(str(index))
+    try:
+        conn.execute("DELETE FROM meta WHERE key=?", (OWNER_KEY,))
+    except apsw.Error:
+        pass  # not an index we know: the build says so
+    finally:
+        conn.close()
+
+
 def publish(
     settings: Settings,
     env: Mapping[str, str],
@@ -126,6 +142,7 @@ def publish(
                 return Published(slug, current, previous, True, time.perf_counter() - started)
             # unchanged files keep their vectors
             shutil.copyfile(current / artifact.INDEX, staging / artifact.INDEX)
+            _forget_owner(staging / artifact.INDEX)
         chunks, features, warnings = _build(settings, env, cfg, slug, staging, show_progress)
         index = staging / artifact.INDEX
         _finish_database(index)
@@ -219,5 +236,13 @@ def _build(
 
 
 def check_location(location: Path) -> list[Manifest]:
-    """Verify every artifact `ep_mcp.index.artifact.targets` finds at ``location``."""
-    return [artifact.check(v) for v in artifact.targets(location)]
+    """Verify every artifact `ep_mcp.index.artifact.targets` finds at ``location``; a version
+    inside a pack's artifact folder (one with ``current``) must be a version of that pack."""
+    found = []
+    for version in artifact.targets(location):
+        manifest = artifact.check(version)
+        folder = version.parent
+        if os.path.lexists(folder / artifact.CURRENT):
+            artifact.owned_by(manifest, version, {folder.name})
+        found.append(manifest)
+    return found

@@ -23,7 +23,7 @@ from ep_mcp.index.buildstate import BuildState, building_note
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.breaker import interactive, is_bounded
 from ep_mcp.index.embed.factory import token_counter
-from ep_mcp.index.locate import index_path
+from ep_mcp.index.owned import open_owned
 from ep_mcp.index.rerank import GuardedReranker, make_reranker
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import load_pack
@@ -77,8 +77,17 @@ class PackRuntime:
         self.pack = self._load()
         self.view = pack_view(self.pack)
         self.reranker = make_reranker(self.settings.reranker)
-        path = index_path(self.pack.root, self.pack.slug, self.config.index_dir, self.home)
-        self.store = self._open_store(path)
+        self.store = self._open_owned()
+
+    def _open_owned(self) -> Store:
+        """The pack's index, opened only if it is this pack's (`index.owned`)."""
+        return open_owned(
+            self.pack.root,
+            self.slug,
+            self.config,
+            self.home,
+            self._open_store,
+        )
 
     def _open_store(self, path: Path) -> Store:
         """Open the pack's index; a damaged one is rebuilt beside it and swapped in (SPEC §2).

@@ -24,111 +24,35 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ep_mcp.config import PackSettings
-from ep_mcp.errors import IndexBuildError
+from ep_mcp.index.manifest import (
+    ARTIFACT_FORMAT,
+    MANIFEST,
+    ArtifactError,
+    Manifest,
+    read_manifest,
+    write_manifest,
+)
 
-ARTIFACT_FORMAT = 1
-MANIFEST = "manifest.json"
+__all__ = [
+    "ARTIFACT_FORMAT",
+    "MANIFEST",
+    "ArtifactError",
+    "Manifest",
+    "read_manifest",
+    "write_manifest",
+]
+
 INDEX = "index.db"
 SNAPSHOT = "pack"
 CURRENT = "current"
 STAGING_PREFIX = ".staging-"
 SKIPPED_DIRS = frozenset({".ep-mcp", ".git", "__pycache__", "node_modules"})
-
-
-class ArtifactError(IndexBuildError):
-    """An artifact folder that is missing, incomplete or does not match its manifest."""
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """What one artifact version holds; written as ``manifest.json`` beside the index."""
-
-    slug: str
-    version: str
-    built_at: str  # UTC, ISO-8601
-    ep_mcp_version: str
-    content_hash: str  # sha256:<hex> over the pack snapshot (`tree_hash`)
-    files: int  # files in the snapshot
-    git_commit: str | None  # the pack's git commit when it is a clean checkout, else None
-    index_sha256: str
-    index_bytes: int
-    schema_version: int  # the index's SQLite user_version (its migrations)
-    features: Mapping[str, Any]  # the index's `index_features`: format, embedder, dimension...
-    chunks: int
-    build_key: Mapping[str, Any]  # settings that change what the index holds (rebuild check)
-    artifact_format: int = ARTIFACT_FORMAT
-
-    @property
-    def model(self) -> str | None:
-        value = self.features.get("embedder")
-        return str(value) if value else None
-
-    @property
-    def dimension(self) -> int | None:
-        value = self.features.get("dimension")
-        return int(value) if isinstance(value, int) else None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["model"], out["dimension"] = self.model, self.dimension
-        return out
-
-
-_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "artifact_format": int,
-    "slug": str,
-    "version": str,
-    "built_at": str,
-    "ep_mcp_version": str,
-    "content_hash": str,
-    "files": int,
-    "git_commit": (str, type(None)),
-    "index_sha256": str,
-    "index_bytes": int,
-    "schema_version": int,
-    "features": dict,
-    "chunks": int,
-    "build_key": dict,
-}
-
-
-def read_manifest(version_dir: Path) -> Manifest:
-    """The manifest of one version folder, every field present and of its type."""
-    path = version_dir / MANIFEST
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ArtifactError(f"{version_dir}: no {MANIFEST} — not an ep-mcp artifact") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ArtifactError(f"{path}: unreadable manifest ({exc})") from None
-    if not isinstance(data, dict):
-        raise ArtifactError(f"{path}: the manifest must be a JSON object")
-    for name, kind in _FIELDS.items():
-        if name not in data:
-            raise ArtifactError(f"{path}: manifest field '{name}' is missing")
-        if not isinstance(data[name], kind) or isinstance(data[name], bool):
-            raise ArtifactError(f"{path}: manifest field '{name}' has the wrong type")
-    if data["artifact_format"] > ARTIFACT_FORMAT:
-        raise ArtifactError(
-            f"{path}: artifact format {data['artifact_format']} is newer than this ep-mcp "
-            f"reads ({ARTIFACT_FORMAT}) — upgrade ep-mcp"
-        )
-    return Manifest(**{name: data[name] for name in _FIELDS})
-
-
-def write_manifest(version_dir: Path, manifest: Manifest) -> None:
-    text = json.dumps(manifest.to_dict(), indent=2, sort_keys=True) + "\n"
-    path = version_dir / MANIFEST
-    with path.open("w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def file_sha256(path: Path) -> str:
@@ -213,7 +137,7 @@ def versions(pack_dir: Path) -> list[Path]:
 def pack_folder(location: Path, slug: str | None = None) -> Path:
     """The artifact folder of one pack: ``location`` itself when it holds ``current``, else
     ``location/<slug>`` (``location`` is then the ``--out`` root)."""
-    if (location / CURRENT).exists() or slug is None:
+    if os.path.lexists(location / CURRENT) or slug is None:  # a broken `current` too
         return location
     return location / slug
 
@@ -292,7 +216,10 @@ def known_schema() -> int:
 
 def check(version_dir: Path) -> Manifest:
     """Verify one version folder: manifest fields, index checksum and size, schema version,
-    the features the index records, and the pack snapshot's hash. Raises `ArtifactError`."""
+    the features the index records, and the pack snapshot's hash. Raises `ArtifactError`.
+    Nothing in it may be a link (a version folder linked to another pack's, an index.db or
+    pack/ leading out): an artifact brings files, not places."""
+    no_links(version_dir)
     manifest = read_manifest(version_dir)
     index = version_dir / INDEX
     if not index.is_file():
@@ -333,6 +260,40 @@ def check(version_dir: Path) -> Manifest:
             f"{snap}: the pack files differ from the manifest's content hash — publish again"
         )
     return manifest
+
+
+def no_links(version_dir: Path) -> None:
+    """The version folder and what `check` reads in it are what they claim, not links."""
+    for path, want in (
+        (version_dir, stat.S_ISDIR),
+        (version_dir / MANIFEST, stat.S_ISREG),
+        (version_dir / INDEX, stat.S_ISREG),
+        (version_dir / SNAPSHOT, stat.S_ISDIR),
+    ):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue  # `check` names what is missing
+        if stat.S_ISLNK(mode):
+            raise ArtifactError(
+                f"{path} is a symbolic link — an artifact version is served only from its own "
+                "files; publish it again with `ep-mcp index PACK --out DIR`"
+            )
+        if not want(mode):
+            raise ArtifactError(f"{path} is not a {'folder' if want is stat.S_ISDIR else 'file'}")
+
+
+def owned_by(manifest: Manifest, version_dir: Path, slugs: set[str]) -> None:
+    """A version is served from (or checked in) an artifact folder only when it is a version
+    of that folder's pack: its manifest's slug is one of ``slugs`` (the folder's name, as
+    `--out` writes it, and the configured or serving slug)."""
+    if manifest.slug not in slugs:
+        wanted = " or ".join(f"'{s}'" for s in sorted(slugs))
+        raise ArtifactError(
+            f"{version_dir.name} is a version of pack '{manifest.slug}', not of {wanted} — "
+            f"it was copied into the wrong folder ({version_dir.parent}); move it to the "
+            f"folder of '{manifest.slug}'"
+        )
 
 
 def index_features(index: Path) -> dict[str, Any]:
@@ -383,6 +344,7 @@ def served_settings(cfg: PackSettings, version_dir: Path | None = None) -> PackS
             "`ep-mcp index PACK --out DIR` and point `artifact:` at DIR/<slug>"
         )
     manifest = check(version)
+    owned_by(manifest, version, {folder.name} | ({cfg.slug} if cfg.slug else set()))
     return dataclasses.replace(
         cfg,
         path=version / SNAPSHOT,

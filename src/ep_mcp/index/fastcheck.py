@@ -28,6 +28,7 @@ import apsw
 
 from ep_mcp.errors import EpMcpError
 from ep_mcp.index.locate import existing_index
+from ep_mcp.index.placement import Owner, recorded_owner
 from ep_mcp.index.schema import FORMAT_VERSION
 from ep_mcp.index.store import Store
 
@@ -112,7 +113,10 @@ def quick_state(
         return None
     try:
         raw = store.get_meta(META_KEY)
-    except (EpMcpError, apsw.Error) as exc:  # damage met past the open checks
+        owner = recorded_owner(store)
+        if owner is None or not owner.same_root(Owner.of(owner.slug, pack_root)):
+            return None  # not (yet) recorded as this pack's: the normal path decides
+    except (EpMcpError, apsw.Error, OSError) as exc:  # damage met past the open checks
         logger.debug("fast path skipped: %s", exc)
         return None
     finally:

@@ -15,6 +15,9 @@ home-assistant pack with the local model), 28 ms on 12 MB and 2.4 s on a synthet
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +39,13 @@ def marker(path: Path) -> Path:
 
 
 def mark_damaged(path: Path, reason: str) -> None:
-    """Remember that `path` is damaged, so the next open rebuilds it (best effort)."""
+    """Remember that `path` is damaged, so the next open rebuilds it (best effort; a link or
+    anything but a regular file at the marker's name is never written through)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     with contextlib.suppress(OSError):
-        marker(path).write_text(reason + "\n", encoding="utf-8")
+        fd = os.open(marker(path), flags | getattr(os, "O_NONBLOCK", 0), 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(reason + "\n")
 
 
 def clear_mark(path: Path) -> None:
@@ -46,16 +53,28 @@ def clear_mark(path: Path) -> None:
         marker(path).unlink(missing_ok=True)
 
 
+def _head(path: Path, limit: int) -> tuple[int, bytes]:
+    """A regular file's size and first ``limit`` bytes, opened without following a link and
+    without blocking (a FIFO swapped in after the location checks is refused, not waited on)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return st.st_size, os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def check_file(path: Path) -> str | None:
     """What is wrong with the file before SQLite reads it, or None when its header looks sane."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
-            head = f.read(100)
+        size, head = _head(path, 100)
     except OSError as exc:
         return f"unreadable: {exc.strerror or exc}"
     try:
-        noted = marker(path).read_text(encoding="utf-8").strip()
+        noted = _head(marker(path), 4096)[1].decode("utf-8", "replace").strip()
     except OSError:
         noted = ""
     if noted:

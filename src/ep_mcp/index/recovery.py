@@ -37,7 +37,7 @@ def aside_path(path: Path, now: float | None = None) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     candidate = path.with_name(f"{path.name}.corrupt-{stamp}")
     n = 1
-    while candidate.exists():
+    while os.path.lexists(candidate):
         n += 1
         candidate = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
     return candidate
@@ -50,10 +50,10 @@ def swap_in(fresh: Path, path: Path, aside: Path) -> None:
         linked = True
     except OSError:  # no hard links here (or the file vanished): move it instead
         linked = False
-        if path.exists():
+        if os.path.lexists(path):
             os.replace(path, aside)
     wal = Path(str(path) + "-wal")
-    if wal.exists():
+    if os.path.lexists(wal):
         os.replace(wal, Path(str(aside) + "-wal"))
     for suffix in ("-shm", "-journal"):
         with contextlib.suppress(FileNotFoundError):

@@ -6,13 +6,14 @@ migrations than this one knows) is refused, never rebuilt: it is another version
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import apsw
 
 from ep_mcp.errors import IndexBuildError
-from ep_mcp.index import integrity
+from ep_mcp.index import integrity, placement
 
 FORMAT_VERSION = 1  # the "format" recorded in every build's index features
 
@@ -81,9 +82,21 @@ def migrate(conn: Any, path: Path) -> None:
             conn.execute(f"PRAGMA user_version={number}")
 
 
+def real_path(path: Path) -> str:
+    """The path SQLite is given: its folder resolved (the caller's, e.g. a linked home), so
+    that ``SQLITE_OPEN_NOFOLLOW`` refuses only a link swapped in after the location checks."""
+    return str(Path(os.path.realpath(path.parent)) / path.name)
+
+
+NOFOLLOW = apsw.SQLITE_OPEN_NOFOLLOW
+
+
 def open_index(path: Path, *, read_only: bool) -> Any:
     """An apsw connection to the index at ``path``: checked for damage, migrated (unless
-    read-only), WAL and foreign keys on. Damage raises ``IndexDamagedError`` naming the file."""
+    read-only), WAL and foreign keys on. Damage raises ``IndexDamagedError`` naming the file;
+    anything but a regular file there (or beside it: ``-wal``, ``-shm``…), or a link, raises
+    ``IndexPlacementError`` before anything opens it (a FIFO would block the open for good)."""
+    placement.check_leaf(path)
     existed = path.exists()
     if existed:
         reason = integrity.check_file(path)
@@ -101,7 +114,7 @@ def open_index(path: Path, *, read_only: bool) -> Any:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        conn = apsw.Connection(str(path), flags=flags)
+        conn = apsw.Connection(real_path(path), flags=flags | NOFOLLOW)
     except (apsw.Error, OSError) as exc:
         raise IndexBuildError(f"cannot open index {path}: {exc} — check the folder") from exc
     conn.setbusytimeout(5000)

@@ -22,7 +22,7 @@ import apsw
 
 from ep_mcp.index import vectors as vx
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite, StoredChunk
-from ep_mcp.index.schema import FORMAT_VERSION, open_index
+from ep_mcp.index.schema import FORMAT_VERSION, NOFOLLOW, open_index, real_path
 from ep_mcp.index.vectors import sqlite_vec_status
 
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: a no-change run never needs it
@@ -74,7 +74,7 @@ class Store:
         """
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+            conn = apsw.Connection(real_path(self.path), flags=apsw.SQLITE_OPEN_READONLY | NOFOLLOW)
             conn.setbusytimeout(5000)
             if self.vector_engine == "sqlite-vec":
                 vx.load_sqlite_vec(conn)

@@ -6,7 +6,9 @@ up — all beside the one serving — and then put in the library's place for th
 dictionary assignment. A request already running holds the runtime it started with and
 finishes on it; the old runtime's index is closed when the last such request lets go of it
 (`weakref.finalize`, immediate under CPython's reference counting). A version that fails its
-check is logged once and skipped; the last good version keeps serving.
+check is logged once and skipped; the last good version keeps serving. Every problem (a
+``current`` that points nowhere sound, a version of another pack, a manifest that cannot be
+read, even an unexpected error) is logged once per change, never once per poll.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class ArtifactWatcher:
         self.poll_s = poll_s
         self.swaps = 0
         self._failed: set[Path] = set()
+        self._said: dict[str, str] = {}  # slug -> the last problem logged for it
         self._retired: list[weakref.ref[PackRuntime]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -66,11 +69,21 @@ class ArtifactWatcher:
             self._thread.join(timeout=10)
 
     def _run(self) -> None:
+        last = ""
         while not self._stop.wait(self.poll_s):
             try:
                 self.poll()
-            except Exception:  # the poller must never take the server down
-                logger.exception("artifact poll failed — trying again next interval")
+                last = ""
+            except Exception as exc:  # the poller must never take the server down
+                if repr(exc) != last:  # once per change, not once per poll
+                    logger.exception("artifact poll failed — trying again next interval")
+                last = repr(exc)
+
+    def _say(self, slug: str, level: int, message: str) -> None:
+        """Log ``message`` for ``slug`` unless it is the one logged last for it."""
+        if self._said.get(slug) != message:
+            self._said[slug] = message
+            logger.log(level, "pack %s: %s", slug, message)
 
     def poll(self) -> list[str]:
         """Swap in every artifact pack whose ``current`` moved; returns the slugs swapped."""
@@ -85,9 +98,10 @@ class ArtifactWatcher:
         try:
             target = artifact.current_version(folder)
         except artifact.ArtifactError as exc:
-            logger.warning("pack %s: %s", rt.slug, exc)
+            self._say(rt.slug, logging.WARNING, str(exc))
             return False
         if target is None or target.name == artifact.served_version(rt.config):
+            self._said.pop(rt.slug, None)  # back to normal: a new problem is news again
             return False
         if target in self._failed:
             return False
@@ -95,14 +109,11 @@ class ArtifactWatcher:
             new = self._open(rt, target)
         except EpMcpError as exc:
             self._failed.add(target)
-            logger.error(
-                "pack %s: version %s is not served (%s) — still serving %s",
-                rt.slug,
-                target.name,
-                exc,
-                artifact.served_version(rt.config),
-            )
+            still = artifact.served_version(rt.config)
+            message = f"version {target.name} is not served ({exc}) — still serving {still}"
+            self._say(rt.slug, logging.ERROR, message)
             return False
+        self._said.pop(rt.slug, None)
         self.library.runtimes[rt.slug] = new  # one assignment: the next request sees it
         old_version = artifact.served_version(rt.config)
         weakref.finalize(rt, _close_store, rt.store, rt.slug, old_version)
