@@ -1,4 +1,4 @@
-"""Git, the one outside service taps need: parse a tap source safely, clone, fetch, read HEAD.
+"""Git, the one outside service taps need: parse a tap source safely, clone, read HEAD.
 
 Every git call is an argument list (never a shell), puts ``--`` before the URL, runs with
 ``GIT_TERMINAL_PROMPT=0`` and a protocol allow-list (https and ssh always; ``file`` only when the
@@ -7,6 +7,15 @@ lands as a plain file holding the link text), and is bounded in time. Sources ar
 git ever runs, so ``ext::sh -c …``, ``--upload-pack=…`` or ``-oProxyCommand=…`` never reach it;
 credentials in a URL (``https://user:token@…``) are dropped before git sees it, so they are
 never written to the clone's config nor shown.
+
+Nothing a tap or a pack configures is executed. git never runs *inside* an existing tap or pack
+(whose ``.git/config`` may name an fsmonitor, filters, hooks, includes, an ssh command, a
+credential helper…): HEAD is read as files (``packs/gitfiles.py``), the origin URL is parsed by
+``git config --file -`` from the config's bytes, an update is a fresh clone swapped in, and a
+pack's clean check runs against a private git folder holding only ep-mcp's config. And every
+call runs in one hermetic setting (:func:`git_env`, :func:`git_options`): no system or global
+config, no hooks, fsmonitor, pager, external diff, askpass or ssh command of anyone's choosing;
+the one thing taken from the user's global config is ``credential.helper``, for clones only.
 """
 
 from __future__ import annotations
@@ -15,11 +24,13 @@ import logging
 import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp.hub.errors import TapError
+from ep_mcp.packs import gitfiles
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +45,7 @@ _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)")
 _SAFE_PART = re.compile(r"[^A-Za-z0-9._-]+")
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")  # in git's messages
 _GIT_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "SSH_AUTH_SOCK", "TMPDIR", "SYSTEMROOT")
+SSH_COMMAND = "ssh -oBatchMode=yes"
 
 
 CREDENTIALS_DROPPED = (
@@ -158,32 +170,67 @@ def _file_source(path: Path, source: str, allow_file: bool) -> TapSource:
     return TapSource(resolved.as_uri(), _name_from(resolved.as_posix()), "file")
 
 
+def git_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of every git call: a few of the caller's variables, then ours.
+
+    No system or global config (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``), no
+    system attributes, no prompt, no askpass, a batch-mode ssh, ``cat`` as the pager, no
+    external diff, no replace refs; every ``GIT_*`` variable of the caller is dropped.
+    """
+    base = {k: env[k] for k in _GIT_ENV_KEYS if k in env}
+    base.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_ATTR_NOSYSTEM="1",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_ASKPASS="",
+        SSH_ASKPASS="",
+        GCM_INTERACTIVE="never",
+        GIT_SSH_COMMAND=SSH_COMMAND,
+        GIT_PAGER="cat",
+        PAGER="cat",
+        GIT_NO_REPLACE_OBJECTS="1",
+        GIT_PROTOCOL_FROM_USER="0",
+    )
+    return base
+
+
+def git_options(allow_file: bool = False, credential_helpers: Sequence[str] = ()) -> list[str]:
+    """The ``-c`` options of every git call (they beat any config file git may still read)."""
+    file_allow = "always" if allow_file else "never"
+    options = [
+        "protocol.allow=never",
+        "protocol.https.allow=always",
+        "protocol.ssh.allow=always",
+        f"protocol.file.allow={file_allow}",
+        "protocol.ext.allow=never",
+        "core.hooksPath=" + os.devnull,
+        "core.fsmonitor=false",
+        "core.untrackedCache=false",
+        "core.pager=cat",
+        "core.askPass=",
+        "core.sshCommand=" + SSH_COMMAND,
+        "core.alternateRefsCommand=",
+        "core.symlinks=false",  # a link in a tap lands as a small plain text file
+        "diff.external=",
+        "submodule.recurse=false",
+        "fetch.recurseSubmodules=false",
+        "gc.auto=0",
+        "maintenance.auto=false",
+        "credential.helper=",  # empties the list: only the helpers below are asked
+        *(f"credential.helper={helper}" for helper in credential_helpers),
+    ]
+    return [arg for option in options for arg in ("-c", option)]
+
+
 class Git:
-    """Runs git with the safety flags; ``env`` is the caller's environment (from the edge)."""
+    """Runs git hermetically (:func:`git_env`, :func:`git_options`); ``env`` comes from the edge."""
 
     def __init__(self, env: Mapping[str, str], binary: str = "git") -> None:
-        base = {k: env[k] for k in _GIT_ENV_KEYS if k in env}
-        base.update(
-            GIT_TERMINAL_PROMPT="0",
-            GIT_ASKPASS="",
-            SSH_ASKPASS="",
-            GCM_INTERACTIVE="never",
-            GIT_SSH_COMMAND="ssh -oBatchMode=yes",
-        )
-        self._env = base
+        self._env = git_env(env)
+        self._user_env = {k: env[k] for k in ("PATH", "HOME", "XDG_CONFIG_HOME") if k in env}
         self._binary = binary
-
-    def _config(self, allow_file: bool) -> list[str]:
-        file_allow = "always" if allow_file else "never"
-        return [
-            "-c", "protocol.allow=never",
-            "-c", "protocol.https.allow=always",
-            "-c", "protocol.ssh.allow=always",
-            "-c", f"protocol.file.allow={file_allow}",
-            "-c", "protocol.ext.allow=never",
-            "-c", "core.hooksPath=" + os.devnull,
-            "-c", "core.symlinks=false",  # a link in a tap lands as a small plain text file
-        ]  # fmt: skip
+        self._helpers: tuple[str, ...] | None = None
 
     def run(
         self,
@@ -192,17 +239,22 @@ class Git:
         cwd: Path | None = None,
         allow_file: bool = False,
         timeout: float = QUICK_TIMEOUT_S,
+        stdin: str | None = None,
+        extra_env: Mapping[str, str] | None = None,
+        credential_helpers: Sequence[str] = (),
     ) -> str:
-        cmd = [self._binary, *self._config(allow_file), *args]
+        cmd = [self._binary, *git_options(allow_file, credential_helpers), *args]
+        env = {**self._env, **(extra_env or {})}
         try:
             done = subprocess.run(
                 cmd,
                 cwd=cwd,
-                env=self._env,
+                env=env,
                 capture_output=True,
                 text=True,
                 timeout=timeout,
-                stdin=subprocess.DEVNULL,
+                input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
                 check=False,
             )
         except FileNotFoundError:
@@ -216,6 +268,30 @@ class Git:
             raise TapError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}")
         return done.stdout
 
+    def user_credential_helpers(self) -> tuple[str, ...]:
+        """``credential.helper`` from the user's own global git config (read once, or none).
+
+        The user's helper is how private https taps authenticate; it is the only value ep-mcp
+        takes from any git config, and only for clones.
+        """
+        if self._helpers is None:
+            try:
+                done = subprocess.run(
+                    [self._binary, "config", "--global", "--get-all", "credential.helper"],
+                    cwd=os.sep,
+                    env={**self._user_env, "GIT_CONFIG_NOSYSTEM": "1"},
+                    capture_output=True,
+                    text=True,
+                    timeout=QUICK_TIMEOUT_S,
+                    stdin=subprocess.DEVNULL,
+                    check=False,
+                )
+                found = done.stdout.splitlines() if done.returncode == 0 else []
+            except (OSError, subprocess.SubprocessError):
+                found = []
+            self._helpers = tuple(h for h in found if h.strip())
+        return self._helpers
+
     def clone(self, source: TapSource, dest: Path, timeout: float = CLONE_TIMEOUT_S) -> None:
         """Shallow clone into ``dest`` (which must not exist)."""
         self.run(
@@ -225,6 +301,7 @@ class Git:
                 "1",
                 "--quiet",
                 "--no-recurse-submodules",
+                "--template=",  # no hooks or info files copied from anyone's template folder
                 "--config",
                 "core.symlinks=false",  # kept in the clone's config for later checkouts
                 "--",
@@ -233,27 +310,63 @@ class Git:
             ],
             allow_file=source.kind == "file",
             timeout=timeout,
+            credential_helpers=self.user_credential_helpers() if source.kind == "https" else (),
         )
 
     def head(self, repo: Path) -> str:
-        return self.run(["rev-parse", "HEAD"], cwd=repo).strip()
+        """The commit of a clone's HEAD, read as files (git does not run in the clone)."""
+        commit = gitfiles.head_commit(repo / ".git")
+        if commit is None:
+            raise TapError(f"cannot read the commit of {repo.name} — untap it and tap it again")
+        return commit
 
     def origin(self, repo: Path) -> str:
-        return self.run(["config", "--get", "remote.origin.url"], cwd=repo).strip()
+        """A clone's ``remote.origin.url``, parsed from the config's bytes (includes ignored)."""
+        data = gitfiles.read_git_file(repo / ".git", "config")
+        if data is None:
+            raise TapError(f"cannot read the git config of {repo.name} — untap it and tap it again")
+        return self.run(
+            ["config", "--file", "-", "--no-includes", "--get", "remote.origin.url"],
+            cwd=Path(os.sep),
+            stdin=data.decode("utf-8", "replace"),
+        ).strip()
 
-    def fast_forward(self, repo: Path, timeout: float = CLONE_TIMEOUT_S) -> tuple[str, str]:
-        """Fetch the tracked branch and fast-forward; returns (old commit, new commit)."""
-        allow_file = self.origin(repo).startswith("file://")
-        old = self.head(repo)
-        self.run(["fetch", "--quiet", "origin"], cwd=repo, allow_file=allow_file, timeout=timeout)
-        try:
-            self.run(["merge", "--ff-only", "--quiet", "FETCH_HEAD"], cwd=repo)
-        except TapError as exc:
-            raise TapError(
-                f"{exc} — the tap cannot be fast-forwarded (history rewritten upstream?); "
-                "untap and tap it again"
-            ) from None
-        return old, self.head(repo)
+    def is_clean(self, top: Path, gitdir: Path, commit: str, below: Path) -> bool:
+        """Whether ``below`` (inside the checkout ``top``) matches ``commit`` exactly.
+
+        git runs against a private git folder holding only ep-mcp's config, HEAD (``commit``)
+        and a copy of the checkout's index; objects are read from ``gitdir/objects``. So no
+        config, hook, attribute driver or fsmonitor of the checkout's ``.git`` applies.
+        """
+        index = gitfiles.read_git_file(gitdir, "index", gitfiles.MAX_INDEX_BYTES)
+        if index is None or not gitfiles.is_real_dir(gitdir, "objects"):
+            return False
+        exclude = gitfiles.read_git_file(gitdir, "info/exclude") or b""
+        with tempfile.TemporaryDirectory(prefix="ep-mcp-git-") as tmp:
+            shadow = Path(tmp)
+            (shadow / "refs").mkdir()
+            (shadow / "info").mkdir()
+            (shadow / "HEAD").write_text(commit + "\n", encoding="ascii")
+            (shadow / "config").write_text(
+                "[core]\n\trepositoryformatversion = 0\n\tbare = false\n", encoding="ascii"
+            )
+            (shadow / "index").write_bytes(index)
+            (shadow / "info" / "exclude").write_bytes(exclude)
+            paths = {
+                "GIT_DIR": str(shadow),
+                "GIT_WORK_TREE": str(top),
+                "GIT_OBJECT_DIRECTORY": str(gitdir / "objects"),
+                "GIT_INDEX_FILE": str(shadow / "index"),
+            }
+            try:
+                out = self.run(
+                    ["status", "--porcelain", "--ignore-submodules=all", "--", "."],
+                    cwd=below,
+                    extra_env=paths,
+                )
+            except TapError:
+                return False
+        return not out.strip()
 
     def init_commit(self, repo: Path, message: str) -> str:
         """Commit everything in ``repo`` (``git init`` first when needed); returns the commit.
