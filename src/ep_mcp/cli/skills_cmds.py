@@ -24,6 +24,7 @@ from ep_mcp.cli.app import (
     json_option,
     main,
     resolve_settings,
+    warn,
 )
 from ep_mcp.tools.registry import Arguments, get_tool, validate_arguments
 
@@ -122,7 +123,7 @@ def update_cmd(names: tuple[str, ...], config: Path | None, as_json: bool) -> No
         return
     for u in report.updated:
         if u.error:
-            click.echo(f"{u.tap}: failed — {u.error}", err=True)
+            warn(f"{u.tap}: failed — {u.error}")
         elif u.changed:
             click.echo(f"{u.tap}: {(u.old or 'new')[:12]} → {str(u.new)[:12]}")
         else:
@@ -195,7 +196,7 @@ def search_cmd(
         snippet = (m.snippet if m else "") or s.description
         click.echo(textwrap.indent(textwrap.fill(snippet, 96), "    "))
     for note in data.notes:
-        click.echo(f"note: {note}", err=True)
+        warn(f"note: {note}")
 
 
 @skills_group.command("list")
