@@ -13,7 +13,7 @@ Nothing a tap or a pack configures is executed. git never runs *inside* an exist
 credential helper…): HEAD is read as files (``packs/gitfiles.py``), the origin URL is parsed by
 ``git config --file -`` from the config's bytes, an update is a fresh clone swapped in, and a
 pack's clean check runs against a private git folder holding only ep-mcp's config. And every
-call runs in one hermetic setting (:func:`git_env`, :func:`git_options`): no system or global
+call runs in one hermetic setting (``hub/gitenv.py``): no system or global
 config, no hooks, fsmonitor, pager, external diff, askpass or ssh command of anyone's choosing;
 the one thing taken from the user's global config is ``credential.helper``, for clones only.
 """
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp.hub.errors import TapError
+from ep_mcp.hub.gitenv import git_env, git_options
 from ep_mcp.packs import gitfiles
 
 logger = logging.getLogger(__name__)
@@ -44,8 +45,6 @@ _SCP = re.compile(
 _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)")
 _SAFE_PART = re.compile(r"[^A-Za-z0-9._-]+")
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")  # in git's messages
-_GIT_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "SSH_AUTH_SOCK", "TMPDIR", "SYSTEMROOT")
-SSH_COMMAND = "ssh -oBatchMode=yes"
 
 
 CREDENTIALS_DROPPED = (
@@ -170,59 +169,6 @@ def _file_source(path: Path, source: str, allow_file: bool) -> TapSource:
     return TapSource(resolved.as_uri(), _name_from(resolved.as_posix()), "file")
 
 
-def git_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment of every git call: a few of the caller's variables, then ours.
-
-    No system or global config (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``), no
-    system attributes, no prompt, no askpass, a batch-mode ssh, ``cat`` as the pager, no
-    external diff, no replace refs; every ``GIT_*`` variable of the caller is dropped.
-    """
-    base = {k: env[k] for k in _GIT_ENV_KEYS if k in env}
-    base.update(
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_ATTR_NOSYSTEM="1",
-        GIT_TERMINAL_PROMPT="0",
-        GIT_ASKPASS="",
-        SSH_ASKPASS="",
-        GCM_INTERACTIVE="never",
-        GIT_SSH_COMMAND=SSH_COMMAND,
-        GIT_PAGER="cat",
-        PAGER="cat",
-        GIT_NO_REPLACE_OBJECTS="1",
-        GIT_PROTOCOL_FROM_USER="0",
-    )
-    return base
-
-
-def git_options(allow_file: bool = False, credential_helpers: Sequence[str] = ()) -> list[str]:
-    """The ``-c`` options of every git call (they beat any config file git may still read)."""
-    file_allow = "always" if allow_file else "never"
-    options = [
-        "protocol.allow=never",
-        "protocol.https.allow=always",
-        "protocol.ssh.allow=always",
-        f"protocol.file.allow={file_allow}",
-        "protocol.ext.allow=never",
-        "core.hooksPath=" + os.devnull,
-        "core.fsmonitor=false",
-        "core.untrackedCache=false",
-        "core.pager=cat",
-        "core.askPass=",
-        "core.sshCommand=" + SSH_COMMAND,
-        "core.alternateRefsCommand=",
-        "core.symlinks=false",  # a link in a tap lands as a small plain text file
-        "diff.external=",
-        "submodule.recurse=false",
-        "fetch.recurseSubmodules=false",
-        "gc.auto=0",
-        "maintenance.auto=false",
-        "credential.helper=",  # empties the list: only the helpers below are asked
-        *(f"credential.helper={helper}" for helper in credential_helpers),
-    ]
-    return [arg for option in options for arg in ("-c", option)]
-
-
 class Git:
     """Runs git hermetically (:func:`git_env`, :func:`git_options`); ``env`` comes from the edge."""
 
@@ -277,7 +223,14 @@ class Git:
         if self._helpers is None:
             try:
                 done = subprocess.run(
-                    [self._binary, "config", "--global", "--get-all", "credential.helper"],
+                    [
+                        self._binary,
+                        "config",
+                        "--global",
+                        "--includes",
+                        "--get-all",
+                        "credential.helper",
+                    ],
                     cwd=os.sep,
                     env={**self._user_env, "GIT_CONFIG_NOSYSTEM": "1"},
                     capture_output=True,

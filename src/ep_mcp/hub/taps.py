@@ -129,11 +129,26 @@ class TapManager:
             self.git.clone(parsed, tmp / "repo", timeout=self.clone_timeout_s)
             new = self.git.head(tmp / "repo")
             if new != old:
-                tap.path.rename(tmp / "old")
-                (tmp / "repo").rename(tap.path)
+                self._swap(tap.path, tmp / "repo", tmp / "old")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return old, new
+
+    @staticmethod
+    def _swap(dest: Path, fresh: Path, aside: Path) -> None:
+        """Put ``fresh`` at ``dest``; the old folder goes ``aside`` (and comes back on failure)."""
+        try:
+            dest.rename(aside)
+            try:
+                fresh.rename(dest)
+            except OSError:
+                aside.rename(dest)
+                raise
+        except OSError as exc:
+            raise TapError(
+                f"cannot replace {dest.name} with its fresh clone ({exc.strerror}) — check the "
+                "permissions of the taps folder"
+            ) from None
 
     def find(self, name: str) -> Tap:
         taps = {t.name: t for t in self.all()}
