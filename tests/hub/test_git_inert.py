@@ -246,3 +246,37 @@ def test_update_refuses_an_origin_rewritten_to_a_transport_helper(
     report = json.loads(_ep(["update", "--json"], env, markers).stdout)
     assert "transport helpers" in report["updated"][0]["error"]
     assert _fired(markers) == []
+
+
+def test_a_folder_tap_listed_in_config_runs_nothing_its_git_config_names(
+    tmp_path: Path, markers: Path, make_repo: Callable[..., Path], home: Path
+) -> None:
+    folder = make_repo({**SMALL_REPO, ".gitattributes": ATTRIBUTES})
+    _plant(folder, markers, "folder")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"skills:\n  taps:\n    - url: {folder}\n      name: mine\n", "utf-8")
+    env = {**_hostile_user(tmp_path, markers), "EP_MCP_HOME": str(home)}
+    for args in (["reindex"], ["taps", "--json"], ["update"], ["skills", "search", "pdf form"]):
+        _ep([*args, "--config", str(config)], env, markers)
+    assert not (home / "taps").exists()  # indexed in place, never cloned
+    _assert_live(folder, markers)
+
+
+def test_a_pack_inside_a_repository_is_clean_when_its_own_folder_is(tmp_path: Path) -> None:
+    from ep_mcp.publish import git_commit
+
+    repo = tmp_path / "repo"
+    pack = repo / "packs" / "orchard"
+    for rel, text in PACK.items():
+        (pack / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pack / rel).write_text(text, encoding="utf-8")
+    (repo / "README.md").write_text("# Repo\n", encoding="utf-8")
+    head = Git(os.environ).init_commit(repo, "all")
+    assert git_commit(pack, os.environ) == head
+    (repo / "README.md").write_text("# Repo, edited\n", encoding="utf-8")  # outside the pack
+    assert git_commit(pack, os.environ) == head
+    (pack / "plums.md").write_text("# Plums\n", encoding="utf-8")  # untracked, inside
+    assert git_commit(pack, os.environ) is None
+    (pack / "plums.md").unlink()
+    (pack / "pears.md").write_text("# Pears\n\nEdited.\n", encoding="utf-8")
+    assert git_commit(pack, os.environ) is None
