@@ -48,3 +48,24 @@ def test_credential_helpers_are_reset_then_only_the_users_are_named(tmp_path: Pa
         "credential.helper=cache --timeout=60",
     ]
     assert not Git({"PATH": os.environ["PATH"], "HOME": str(tmp_path)}).user_credential_helpers()
+
+
+def test_dash_c_beats_an_included_fsmonitor_but_cannot_disarm_a_repository_filter(
+    tmp_path: Path,
+) -> None:
+    """Why git never runs inside a pack or tap: `-c` cannot name the repository's filters."""
+    repo, markers = tmp_path / "repo", tmp_path / "markers"
+    repo.mkdir()
+    markers.mkdir()
+    (repo / "a.md").write_text("# A\n", encoding="utf-8")
+    (repo / ".gitattributes").write_text("*.md filter=evil\n", encoding="utf-8")
+    git = Git(os.environ)
+    git.init_commit(repo, "one")
+    included = tmp_path / "included.cfg"
+    included.write_text(f'[core]\n\tfsmonitor = "touch {markers}/fsmonitor #"\n', "utf-8")
+    with (repo / ".git" / "config").open("a", encoding="utf-8") as fh:
+        fh.write(f"[include]\n\tpath = {included}\n")
+        fh.write(f'[filter "evil"]\n\tclean = "touch {markers}/clean #"\n')
+    os.utime(repo / "a.md", ns=(1, 1))  # same size, new mtime: git re-reads it through the filter
+    git.run(["status", "--porcelain"], cwd=repo)  # the hermetic options, inside the repository
+    assert sorted(p.name for p in markers.iterdir()) == ["clean"]
