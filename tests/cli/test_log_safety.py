@@ -59,6 +59,7 @@ def _ep(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
         ("-v", "index", "{pack}", "--provider", "hashing"),
         ("validate", "{pack}"),
         ("search", "{pack}", "orchards", "--provider", "hashing"),
+        ("read", "{pack}", f"zz\n{FORGED}.md"),  # the error line names the asked-for path
     ],
 )
 def test_no_output_line_of_a_real_process_is_forged_by_a_file_name(

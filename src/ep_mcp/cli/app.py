@@ -17,7 +17,7 @@ import click
 from ep_mcp import __version__, logsafe
 from ep_mcp.config import PackSettings, Settings, load_settings
 from ep_mcp.config_env import resolve_environment
-from ep_mcp.errors import EpMcpError
+from ep_mcp.errors import ConfigError, EpMcpError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -64,7 +64,12 @@ def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except EpMcpError as exc:
-            click.echo(logsafe.one_line(f"error: {exc.for_cli()}"), err=True)
+            text = f"error: {exc.for_cli()}"
+            if isinstance(exc, ConfigError):  # the operator's own file: one problem a line
+                text = "\n".join(logsafe.one_line(line) for line in text.split("\n"))
+            else:  # may name a pack's file: one line, whatever the name holds
+                text = logsafe.one_line(text)
+            click.echo(text, err=True)
             sys.exit(1)
 
     return wrapper
