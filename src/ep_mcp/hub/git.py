@@ -21,7 +21,6 @@ the one thing taken from the user's global config is ``credential.helper``, for 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import subprocess
 import tempfile
@@ -191,6 +190,22 @@ class Git:
     ) -> str:
         cmd = [self._binary, *git_options(allow_file, credential_helpers), *args]
         env = {**self._env, **(extra_env or {})}
+        if cwd is not None:
+            return self._call(cmd, args, cwd, env, timeout, stdin)
+        # not the process's folder, which may be inside someone's repository; nor above it
+        with tempfile.TemporaryDirectory(prefix="ep-mcp-git-") as tmp:
+            env["GIT_CEILING_DIRECTORIES"] = str(Path(tmp).parent)
+            return self._call(cmd, args, Path(tmp), env, timeout, stdin)
+
+    def _call(
+        self,
+        cmd: Sequence[str],
+        args: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout: float,
+        stdin: str | None,
+    ) -> str:
         try:
             done = subprocess.run(
                 cmd,
@@ -221,24 +236,23 @@ class Git:
         takes from any git config, and only for clones.
         """
         if self._helpers is None:
+            cmd = [self._binary, "config", "--global", "--includes", "--get-all"]
             try:
-                done = subprocess.run(
-                    [
-                        self._binary,
-                        "config",
-                        "--global",
-                        "--includes",
-                        "--get-all",
-                        "credential.helper",
-                    ],
-                    cwd=os.sep,
-                    env={**self._user_env, "GIT_CONFIG_NOSYSTEM": "1"},
-                    capture_output=True,
-                    text=True,
-                    timeout=QUICK_TIMEOUT_S,
-                    stdin=subprocess.DEVNULL,
-                    check=False,
-                )
+                with tempfile.TemporaryDirectory(prefix="ep-mcp-git-") as tmp:
+                    done = subprocess.run(
+                        [*cmd, "credential.helper"],
+                        cwd=tmp,
+                        env={
+                            **self._user_env,
+                            "GIT_CONFIG_NOSYSTEM": "1",
+                            "GIT_CEILING_DIRECTORIES": str(Path(tmp).parent),
+                        },
+                        capture_output=True,
+                        text=True,
+                        timeout=QUICK_TIMEOUT_S,
+                        stdin=subprocess.DEVNULL,
+                        check=False,
+                    )
                 found = done.stdout.splitlines() if done.returncode == 0 else []
             except (OSError, subprocess.SubprocessError):
                 found = []
@@ -280,9 +294,19 @@ class Git:
             raise TapError(f"cannot read the git config of {repo.name} — untap it and tap it again")
         return self.run(
             ["config", "--file", "-", "--no-includes", "--get", "remote.origin.url"],
-            cwd=Path(os.sep),
             stdin=data.decode("utf-8", "replace"),
         ).strip()
+
+    def remote_head(self, source: TapSource, timeout: float = CLONE_TIMEOUT_S) -> str | None:
+        """The commit the source's HEAD names now (``ls-remote``, run outside any clone)."""
+        out = self.run(
+            ["ls-remote", "--", source.url, "HEAD"],
+            allow_file=source.kind == "file",
+            timeout=timeout,
+            credential_helpers=self.user_credential_helpers() if source.kind == "https" else (),
+        )
+        first = out.split()[:1]
+        return first[0] if first and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", first[0]) else None
 
     def is_clean(self, top: Path, gitdir: Path, commit: str, below: Path) -> bool:
         """Whether ``below`` (inside the checkout ``top``) matches ``commit`` exactly.

@@ -117,13 +117,15 @@ class TapManager:
         return Tap(name, dest, parsed.url, cloned=True)
 
     def _refresh(self, tap: Tap) -> tuple[str | None, str]:
-        """Clone the tap's origin afresh and swap it in when its commit moved: (old, new)."""
+        """Clone the tap's origin afresh when its HEAD moved, and swap it in: (old, new)."""
         origin = self.git.origin(tap.path)
         parsed = parse_source(origin, allow_file=origin.startswith("file://"))
         try:
             old: str | None = self.git.head(tap.path)
         except TapError:
             old = None
+        if old is not None and self.git.remote_head(parsed, self.clone_timeout_s) == old:
+            return old, old  # one round trip, like a fetch that brings nothing
         tmp = Path(tempfile.mkdtemp(prefix=f".{tap.name}.", suffix=".partial", dir=self.root))
         try:
             self.git.clone(parsed, tmp / "repo", timeout=self.clone_timeout_s)
