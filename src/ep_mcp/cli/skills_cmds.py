@@ -116,7 +116,7 @@ def taps_cmd(config: Path | None, as_json: bool) -> None:
 @json_option
 @fail_cleanly
 def update_cmd(names: tuple[str, ...], config: Path | None, as_json: bool) -> None:
-    """Fetch and fast-forward taps (all, or NAMES), then reindex the ones that changed."""
+    """Refresh taps (all, or NAMES) from their origin, then reindex the ones that changed."""
     with open_hub(config) as hub:
         report = hub.update(names)
     if as_json:
