@@ -319,30 +319,30 @@ class Git:
         if index is None or not gitfiles.is_real_dir(gitdir, "objects"):
             return False
         exclude = gitfiles.read_git_file(gitdir, "info/exclude") or b""
-        with tempfile.TemporaryDirectory(prefix="ep-mcp-git-") as tmp:
-            shadow = Path(tmp)
-            (shadow / "refs").mkdir()
-            (shadow / "info").mkdir()
-            (shadow / "HEAD").write_text(commit + "\n", encoding="ascii")
-            (shadow / "config").write_text(
-                "[core]\n\trepositoryformatversion = 0\n\tbare = false\n", encoding="ascii"
-            )
-            (shadow / "index").write_bytes(index)
-            (shadow / "info" / "exclude").write_bytes(exclude)
-            paths = {
-                "GIT_DIR": str(shadow),
-                "GIT_WORK_TREE": str(top),
-                "GIT_OBJECT_DIRECTORY": str(gitdir / "objects"),
-                "GIT_INDEX_FILE": str(shadow / "index"),
-            }
-            try:
+        try:
+            with tempfile.TemporaryDirectory(prefix="ep-mcp-git-") as tmp:
+                shadow = Path(tmp)
+                (shadow / "refs").mkdir()
+                (shadow / "info").mkdir()
+                (shadow / "HEAD").write_text(commit + "\n", encoding="ascii")
+                (shadow / "config").write_text(
+                    "[core]\n\trepositoryformatversion = 0\n\tbare = false\n", encoding="ascii"
+                )
+                (shadow / "index").write_bytes(index)
+                (shadow / "info" / "exclude").write_bytes(exclude)
+                paths = {
+                    "GIT_DIR": str(shadow),
+                    "GIT_WORK_TREE": str(top),
+                    "GIT_OBJECT_DIRECTORY": str(gitdir / "objects"),
+                    "GIT_INDEX_FILE": str(shadow / "index"),
+                }
                 out = self.run(
                     ["status", "--porcelain", "--ignore-submodules=all", "--", "."],
                     cwd=below,
                     extra_env=paths,
                 )
-            except TapError:
-                return False
+        except (TapError, OSError):  # git failed, or no room for the private folder: no commit
+            return False
         return not out.strip()
 
     def init_commit(self, repo: Path, message: str) -> str:
