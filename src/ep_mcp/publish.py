@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import EpMcpError
 from ep_mcp.index import artifact
 from ep_mcp.index.artifact import ArtifactError, Manifest
 
@@ -62,18 +61,22 @@ def build_key(settings: Settings, cfg: PackSettings) -> dict[str, Any]:
 
 
 def git_commit(root: Path, env: Mapping[str, str]) -> str | None:
-    """The pack's commit when it is a clean git checkout (else None: the content hash rules)."""
-    from ep_mcp.hub.git import Git
+    """The pack's commit when it is a clean git checkout (else None: the content hash rules).
 
-    git = Git(env)
-    try:
-        top = git.run(["rev-parse", "--show-toplevel"], cwd=root).strip()
-        if not top:
-            return None
-        dirty = git.run(["status", "--porcelain", "--", "."], cwd=root).strip()
-        return None if dirty else git.head(root)
-    except EpMcpError:
+    git never runs in the pack: HEAD is read as files and the clean check runs against a
+    private git folder (``Git.is_clean``), so nothing the pack's ``.git`` configures executes.
+    """
+    from ep_mcp.hub.git import Git
+    from ep_mcp.packs import gitfiles
+
+    found = gitfiles.git_dir(root)
+    if found is None:
         return None
+    top, gitdir = found
+    commit = gitfiles.head_commit(gitdir)
+    if commit is None:
+        return None
+    return commit if Git(env).is_clean(top, gitdir, commit, root) else None
 
 
 def _finish_database(index: Path) -> None:

@@ -14,22 +14,19 @@ from typing import ParamSpec, TypeVar
 
 import click
 
-from ep_mcp import __version__
+from ep_mcp import __version__, logsafe
 from ep_mcp.config import PackSettings, Settings, load_settings
 from ep_mcp.config_env import resolve_environment
-from ep_mcp.errors import EpMcpError
+from ep_mcp.errors import ConfigError, EpMcpError
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
 def setup_logging(level: str = "WARNING") -> None:
-    """Logs go to stderr: stdout belongs to results (and to MCP in stdio mode)."""
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.WARNING),
-        stream=sys.stderr,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    """Logs go to stderr (stdout belongs to results, and to MCP in stdio mode), each message
+    with its control characters escaped: a pack's file name cannot forge a log line."""
+    logsafe.configure(level)
     if logging.getLogger().level <= logging.WARNING:  # builds and reloads are never silent
         logging.getLogger("ep_mcp.progress").setLevel(logging.INFO)
 
@@ -67,10 +64,20 @@ def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except EpMcpError as exc:
-            click.echo(f"error: {exc.for_cli()}", err=True)
+            text = f"error: {exc.for_cli()}"
+            if isinstance(exc, ConfigError):  # the operator's own file: one problem a line
+                text = "\n".join(logsafe.one_line(line) for line in text.split("\n"))
+            else:  # may name a pack's file: one line, whatever the name holds
+                text = logsafe.one_line(text)
+            click.echo(text, err=True)
             sys.exit(1)
 
     return wrapper
+
+
+def warn(line: str) -> None:
+    """One line on stderr, control characters escaped (it may name a pack's file)."""
+    click.echo(logsafe.one_line(line), err=True)
 
 
 def emit_json(data: object) -> None:

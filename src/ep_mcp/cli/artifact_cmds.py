@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ep_mcp.cli.app import emit_json
+from ep_mcp.cli.app import emit_json, warn
 from ep_mcp.config import Settings
 
 
@@ -37,7 +37,7 @@ def publish_artifact(settings: Settings, out: Path, keep: int, force: bool, as_j
             f"→ {done.version_dir}"
         )
     for warning in done.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        warn(f"warning: {warning}")
 
 
 def check_artifact(location: Path, as_json: bool) -> None:

@@ -22,9 +22,11 @@ from ep_mcp.cli.app import (
     main,
     provider_option,
     resolve_settings,
+    warn,
 )
 from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import IndexDamagedError, PackError
+from ep_mcp.logsafe import one_line
 
 if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no change skips it
     from ep_mcp.indexing import IndexOutcome
@@ -143,7 +145,7 @@ def _print_index(pack: Path, done: IndexOutcome, as_json: bool) -> None:
             f"in {report['seconds']:.2f}s → {index}"
         )
     for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+        warn(f"warning: {warning}")
     if not report["files"]:
         from ep_mcp.packs.loader import empty_pack_message
 
@@ -165,10 +167,12 @@ def render_result(result: SearchResult) -> str:
         where = " › ".join(hit.heading_path) or hit.title  # noqa: RUF001
         flags = " [requires]" if hit.requires_expanded else " [graph]" if hit.graph_expanded else ""
         lines.append(
-            f"{i:>2}. {hit.source_file}:{hit.line_range[0]}-{hit.line_range[1]}  "
-            f"{where}  (score {hit.score:.4f}){flags}"
+            one_line(
+                f"{i:>2}. {hit.source_file}:{hit.line_range[0]}-{hit.line_range[1]}  "
+                f"{where}  (score {hit.score:.4f}){flags}"
+            )
         )
-        snippet = " ".join(hit.text.split())[:220]
+        snippet = one_line(" ".join(hit.text.split())[:220])
         lines.append(textwrap.indent(textwrap.fill(snippet, 96), "    "))
     return "\n".join(lines)
 
@@ -230,13 +234,13 @@ def search_cmd(
         from ep_mcp.reading import filter_warnings
 
         for warning in filter_warnings(rt.pack, type_, tag_list):
-            click.echo(f"warning: {warning}", err=True)
+            warn(f"warning: {warning}")
         if as_json:
             emit_json(result.to_dict())
         else:
             click.echo(render_result(result))
             for note in result.notes:
-                click.echo(f"note: {note}", err=True)
+                warn(f"note: {note}")
             if explain:
                 from ep_mcp.retrieval.explain import render_explain
 
@@ -271,16 +275,16 @@ def validate_cmd(pack: Path, as_json: bool) -> None:
         )
     else:
         for p in problems:
-            click.echo(str(p))
+            click.echo(one_line(str(p)))
         if skipped:
             click.echo(
                 "not asked for frontmatter (standard ExpertPack files that carry none): "
-                + ", ".join(skipped)
+                + ", ".join(one_line(name) for name in skipped)
             )
         if not loaded.documents:
             from ep_mcp.packs.loader import empty_pack_message
 
-            click.echo(f"warning: {empty_pack_message(loaded.root)}", err=True)
+            click.echo(f"warning: {one_line(empty_pack_message(loaded.root))}", err=True)
         click.echo(
             f"{loaded.slug} ({loaded.kind}): {len(loaded.documents)} files, "
             f"{len(problems)} problem(s)"

@@ -24,7 +24,9 @@ from ep_mcp.cli.app import (
     json_option,
     main,
     resolve_settings,
+    warn,
 )
+from ep_mcp.logsafe import one_line
 from ep_mcp.tools.registry import Arguments, get_tool, validate_arguments
 
 if TYPE_CHECKING:
@@ -105,7 +107,7 @@ def taps_cmd(config: Path | None, as_json: bool) -> None:
         flags += " [vectors]" if r.index.dense else ""
         click.echo(f"{r.tap:<32} {commit:<12} {r.skills or 0:>5} skills  indexed {indexed}{flags}")
         if r.error:
-            click.echo(f"    error: {r.error}")
+            click.echo(one_line(f"    error: {r.error}"))
 
 
 @main.command("update")
@@ -114,7 +116,7 @@ def taps_cmd(config: Path | None, as_json: bool) -> None:
 @json_option
 @fail_cleanly
 def update_cmd(names: tuple[str, ...], config: Path | None, as_json: bool) -> None:
-    """Fetch and fast-forward taps (all, or NAMES), then reindex the ones that changed."""
+    """Refresh taps (all, or NAMES) from their origin, then reindex the ones that changed."""
     with open_hub(config) as hub:
         report = hub.update(names)
     if as_json:
@@ -122,7 +124,7 @@ def update_cmd(names: tuple[str, ...], config: Path | None, as_json: bool) -> No
         return
     for u in report.updated:
         if u.error:
-            click.echo(f"{u.tap}: failed — {u.error}", err=True)
+            warn(f"{u.tap}: failed — {u.error}")
         elif u.changed:
             click.echo(f"{u.tap}: {(u.old or 'new')[:12]} → {str(u.new)[:12]}")
         else:
@@ -191,11 +193,11 @@ def search_cmd(
         where = " > ".join(m.heading_path) if m else ""
         span = f":{m.line_range[0]}-{m.line_range[1]}" if m else ""
         source = m.source_file if m else s.path
-        click.echo(f"{i:>2}. {s.id}  ({s.name})  {source}{span}  {where}")
-        snippet = (m.snippet if m else "") or s.description
+        click.echo(one_line(f"{i:>2}. {s.id}  ({s.name})  {source}{span}  {where}"))
+        snippet = one_line((m.snippet if m else "") or s.description)
         click.echo(textwrap.indent(textwrap.fill(snippet, 96), "    "))
     for note in data.notes:
-        click.echo(f"note: {note}", err=True)
+        warn(f"note: {note}")
 
 
 @skills_group.command("list")
@@ -211,7 +213,7 @@ def list_cmd(config: Path | None, as_json: bool) -> None:
         emit_json(data.to_dict())
     else:
         for r in data.skills:
-            click.echo(f"{r.id:<60} {r.description[:80]}")
+            click.echo(one_line(f"{r.id:<60} {r.description[:80]}"))
     if taps == 0:
         click.echo("warning: no taps — add one with `ep-mcp tap owner/repo`", err=True)
     elif taps:
@@ -237,8 +239,8 @@ def info_cmd(name: str, config: Path | None, as_json: bool) -> None:
         return
     s = data.skill
     for key, value in (("id", s.id), ("name", s.name), ("tap", s.tap), ("path", s.path)):
-        click.echo(f"{key}: {value}")
-    click.echo(f"description: {s.description}")
+        click.echo(one_line(f"{key}: {value}"))
+    click.echo(one_line(f"description: {s.description}"))
     click.echo("files: " + ", ".join(data.files))
 
 
@@ -281,7 +283,7 @@ def discover_cmd(query: str, limit: int, config: Path | None, as_json: bool) -> 
         emit_json(data.to_dict())
         return
     for r in data.results:
-        click.echo(f"{r.repository:<40} {r.path}   → {r.tap}")
+        click.echo(one_line(f"{r.repository:<40} {r.path}   → {r.tap}"))
 
 
 @bench.command("skills")

@@ -1,4 +1,4 @@
-"""Git, the one outside service taps need: parse a tap source safely, clone, fetch, read HEAD.
+"""Git, the one outside service taps need: parse a tap source safely, clone, read HEAD.
 
 Every git call is an argument list (never a shell), puts ``--`` before the URL, runs with
 ``GIT_TERMINAL_PROMPT=0`` and a protocol allow-list (https and ssh always; ``file`` only when the
@@ -7,19 +7,30 @@ lands as a plain file holding the link text), and is bounded in time. Sources ar
 git ever runs, so ``ext::sh -c …``, ``--upload-pack=…`` or ``-oProxyCommand=…`` never reach it;
 credentials in a URL (``https://user:token@…``) are dropped before git sees it, so they are
 never written to the clone's config nor shown.
+
+Nothing a tap or a pack configures is executed. git never runs *inside* an existing tap or pack
+(whose ``.git/config`` may name an fsmonitor, filters, hooks, includes, an ssh command, a
+credential helper…): HEAD is read as files (``packs/gitfiles.py``), the origin URL is parsed by
+``git config --file -`` from the config's bytes, an update is a fresh clone swapped in, and a
+pack's clean check runs against a private git folder holding only ep-mcp's config. And every
+call runs in one hermetic setting (``hub/gitenv.py``): no system or global
+config, no hooks, fsmonitor, pager, external diff, askpass or ssh command of anyone's choosing;
+the one thing taken from the user's global config is ``credential.helper``, for clones only.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp.hub.errors import TapError
+from ep_mcp.hub.gitenv import git_env, git_options
+from ep_mcp.packs import gitfiles
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +44,6 @@ _SCP = re.compile(
 _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)")
 _SAFE_PART = re.compile(r"[^A-Za-z0-9._-]+")
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")  # in git's messages
-_GIT_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "SSH_AUTH_SOCK", "TMPDIR", "SYSTEMROOT")
 
 
 CREDENTIALS_DROPPED = (
@@ -159,31 +169,13 @@ def _file_source(path: Path, source: str, allow_file: bool) -> TapSource:
 
 
 class Git:
-    """Runs git with the safety flags; ``env`` is the caller's environment (from the edge)."""
+    """Runs git hermetically (:func:`git_env`, :func:`git_options`); ``env`` comes from the edge."""
 
     def __init__(self, env: Mapping[str, str], binary: str = "git") -> None:
-        base = {k: env[k] for k in _GIT_ENV_KEYS if k in env}
-        base.update(
-            GIT_TERMINAL_PROMPT="0",
-            GIT_ASKPASS="",
-            SSH_ASKPASS="",
-            GCM_INTERACTIVE="never",
-            GIT_SSH_COMMAND="ssh -oBatchMode=yes",
-        )
-        self._env = base
+        self._env = git_env(env)
+        self._user_env = {k: env[k] for k in ("PATH", "HOME", "XDG_CONFIG_HOME") if k in env}
         self._binary = binary
-
-    def _config(self, allow_file: bool) -> list[str]:
-        file_allow = "always" if allow_file else "never"
-        return [
-            "-c", "protocol.allow=never",
-            "-c", "protocol.https.allow=always",
-            "-c", "protocol.ssh.allow=always",
-            "-c", f"protocol.file.allow={file_allow}",
-            "-c", "protocol.ext.allow=never",
-            "-c", "core.hooksPath=" + os.devnull,
-            "-c", "core.symlinks=false",  # a link in a tap lands as a small plain text file
-        ]  # fmt: skip
+        self._helpers: tuple[str, ...] | None = None
 
     def run(
         self,
@@ -192,17 +184,38 @@ class Git:
         cwd: Path | None = None,
         allow_file: bool = False,
         timeout: float = QUICK_TIMEOUT_S,
+        stdin: str | None = None,
+        extra_env: Mapping[str, str] | None = None,
+        credential_helpers: Sequence[str] = (),
     ) -> str:
-        cmd = [self._binary, *self._config(allow_file), *args]
+        cmd = [self._binary, *git_options(allow_file, credential_helpers), *args]
+        env = {**self._env, **(extra_env or {})}
+        if cwd is not None:
+            return self._call(cmd, args, cwd, env, timeout, stdin)
+        # not the process's folder, which may be inside someone's repository; nor above it
+        with tempfile.TemporaryDirectory(prefix="ep-mcp-git-") as tmp:
+            env["GIT_CEILING_DIRECTORIES"] = str(Path(tmp).parent)
+            return self._call(cmd, args, Path(tmp), env, timeout, stdin)
+
+    def _call(
+        self,
+        cmd: Sequence[str],
+        args: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout: float,
+        stdin: str | None,
+    ) -> str:
         try:
             done = subprocess.run(
                 cmd,
                 cwd=cwd,
-                env=self._env,
+                env=env,
                 capture_output=True,
                 text=True,
                 timeout=timeout,
-                stdin=subprocess.DEVNULL,
+                input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
                 check=False,
             )
         except FileNotFoundError:
@@ -216,6 +229,36 @@ class Git:
             raise TapError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}")
         return done.stdout
 
+    def user_credential_helpers(self) -> tuple[str, ...]:
+        """``credential.helper`` from the user's own global git config (read once, or none).
+
+        The user's helper is how private https taps authenticate; it is the only value ep-mcp
+        takes from any git config, and only for clones.
+        """
+        if self._helpers is None:
+            cmd = [self._binary, "config", "--global", "--includes", "--get-all"]
+            try:
+                with tempfile.TemporaryDirectory(prefix="ep-mcp-git-") as tmp:
+                    done = subprocess.run(
+                        [*cmd, "credential.helper"],
+                        cwd=tmp,
+                        env={
+                            **self._user_env,
+                            "GIT_CONFIG_NOSYSTEM": "1",
+                            "GIT_CEILING_DIRECTORIES": str(Path(tmp).parent),
+                        },
+                        capture_output=True,
+                        text=True,
+                        timeout=QUICK_TIMEOUT_S,
+                        stdin=subprocess.DEVNULL,
+                        check=False,
+                    )
+                found = done.stdout.splitlines() if done.returncode == 0 else []
+            except (OSError, subprocess.SubprocessError):
+                found = []
+            self._helpers = tuple(h for h in found if h.strip())
+        return self._helpers
+
     def clone(self, source: TapSource, dest: Path, timeout: float = CLONE_TIMEOUT_S) -> None:
         """Shallow clone into ``dest`` (which must not exist)."""
         self.run(
@@ -225,6 +268,7 @@ class Git:
                 "1",
                 "--quiet",
                 "--no-recurse-submodules",
+                "--template=",  # no hooks or info files copied from anyone's template folder
                 "--config",
                 "core.symlinks=false",  # kept in the clone's config for later checkouts
                 "--",
@@ -233,27 +277,73 @@ class Git:
             ],
             allow_file=source.kind == "file",
             timeout=timeout,
+            credential_helpers=self.user_credential_helpers() if source.kind == "https" else (),
         )
 
     def head(self, repo: Path) -> str:
-        return self.run(["rev-parse", "HEAD"], cwd=repo).strip()
+        """The commit of a clone's HEAD, read as files (git does not run in the clone)."""
+        commit = gitfiles.head_commit(repo / ".git")
+        if commit is None:
+            raise TapError(f"cannot read the commit of {repo.name} — untap it and tap it again")
+        return commit
 
     def origin(self, repo: Path) -> str:
-        return self.run(["config", "--get", "remote.origin.url"], cwd=repo).strip()
+        """A clone's ``remote.origin.url``, parsed from the config's bytes (includes ignored)."""
+        data = gitfiles.read_git_file(repo / ".git", "config")
+        if data is None:
+            raise TapError(f"cannot read the git config of {repo.name} — untap it and tap it again")
+        return self.run(
+            ["config", "--file", "-", "--no-includes", "--get", "remote.origin.url"],
+            stdin=data.decode("utf-8", "replace"),
+        ).strip()
 
-    def fast_forward(self, repo: Path, timeout: float = CLONE_TIMEOUT_S) -> tuple[str, str]:
-        """Fetch the tracked branch and fast-forward; returns (old commit, new commit)."""
-        allow_file = self.origin(repo).startswith("file://")
-        old = self.head(repo)
-        self.run(["fetch", "--quiet", "origin"], cwd=repo, allow_file=allow_file, timeout=timeout)
+    def remote_head(self, source: TapSource, timeout: float = CLONE_TIMEOUT_S) -> str | None:
+        """The commit the source's HEAD names now (``ls-remote``, run outside any clone)."""
+        out = self.run(
+            ["ls-remote", "--", source.url, "HEAD"],
+            allow_file=source.kind == "file",
+            timeout=timeout,
+            credential_helpers=self.user_credential_helpers() if source.kind == "https" else (),
+        )
+        first = out.split()[:1]
+        return first[0] if first and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", first[0]) else None
+
+    def is_clean(self, top: Path, gitdir: Path, commit: str, below: Path) -> bool:
+        """Whether ``below`` (inside the checkout ``top``) matches ``commit`` exactly.
+
+        git runs against a private git folder holding only ep-mcp's config, HEAD (``commit``)
+        and a copy of the checkout's index; objects are read from ``gitdir/objects``. So no
+        config, hook, attribute driver or fsmonitor of the checkout's ``.git`` applies.
+        """
+        index = gitfiles.read_git_file(gitdir, "index", gitfiles.MAX_INDEX_BYTES)
+        if index is None or not gitfiles.is_real_dir(gitdir, "objects"):
+            return False
+        exclude = gitfiles.read_git_file(gitdir, "info/exclude") or b""
         try:
-            self.run(["merge", "--ff-only", "--quiet", "FETCH_HEAD"], cwd=repo)
-        except TapError as exc:
-            raise TapError(
-                f"{exc} — the tap cannot be fast-forwarded (history rewritten upstream?); "
-                "untap and tap it again"
-            ) from None
-        return old, self.head(repo)
+            with tempfile.TemporaryDirectory(prefix="ep-mcp-git-") as tmp:
+                shadow = Path(tmp)
+                (shadow / "refs").mkdir()
+                (shadow / "info").mkdir()
+                (shadow / "HEAD").write_text(commit + "\n", encoding="ascii")
+                (shadow / "config").write_text(
+                    "[core]\n\trepositoryformatversion = 0\n\tbare = false\n", encoding="ascii"
+                )
+                (shadow / "index").write_bytes(index)
+                (shadow / "info" / "exclude").write_bytes(exclude)
+                paths = {
+                    "GIT_DIR": str(shadow),
+                    "GIT_WORK_TREE": str(top),
+                    "GIT_OBJECT_DIRECTORY": str(gitdir / "objects"),
+                    "GIT_INDEX_FILE": str(shadow / "index"),
+                }
+                out = self.run(
+                    ["status", "--porcelain", "--ignore-submodules=all", "--", "."],
+                    cwd=below,
+                    extra_env=paths,
+                )
+        except (TapError, OSError):  # git failed, or no room for the private folder: no commit
+            return False
+        return not out.strip()
 
     def init_commit(self, repo: Path, message: str) -> str:
         """Commit everything in ``repo`` (``git init`` first when needed); returns the commit.

@@ -1,8 +1,11 @@
 """Taps on disk: clones under ``<home>/taps/<owner>__<repo>`` plus folders listed in config.
 
 A clone is made into a temporary folder beside its final place and renamed only when git
-succeeded, so a failed or interrupted clone never leaves a half tap. A local folder listed in
-``skills.taps`` is indexed in place (never cloned) and keyed by a fingerprint of its files.
+succeeded, so a failed or interrupted clone never leaves a half tap. An update is such a fresh
+clone too, swapped in when its commit differs: git never runs inside an existing tap, whose
+``.git/config`` (fsmonitor, filters, hooks, includes…) is not ep-mcp's to execute. A local
+folder listed in ``skills.taps`` is indexed in place (never cloned) and keyed by a fingerprint
+of its files.
 """
 
 from __future__ import annotations
@@ -113,6 +116,42 @@ class TapManager:
         logger.info("tapped %s → %s", parsed.url, dest)
         return Tap(name, dest, parsed.url, cloned=True)
 
+    def _refresh(self, tap: Tap) -> tuple[str | None, str]:
+        """Clone the tap's origin afresh when its HEAD moved, and swap it in: (old, new)."""
+        origin = self.git.origin(tap.path)
+        parsed = parse_source(origin, allow_file=origin.startswith("file://"))
+        try:
+            old: str | None = self.git.head(tap.path)
+        except TapError:
+            old = None
+        if old is not None and self.git.remote_head(parsed, self.clone_timeout_s) == old:
+            return old, old  # one round trip, like a fetch that brings nothing
+        tmp = Path(tempfile.mkdtemp(prefix=f".{tap.name}.", suffix=".partial", dir=self.root))
+        try:
+            self.git.clone(parsed, tmp / "repo", timeout=self.clone_timeout_s)
+            new = self.git.head(tmp / "repo")
+            if new != old:
+                self._swap(tap.path, tmp / "repo", tmp / "old")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return old, new
+
+    @staticmethod
+    def _swap(dest: Path, fresh: Path, aside: Path) -> None:
+        """Put ``fresh`` at ``dest``; the old folder goes ``aside`` (and comes back on failure)."""
+        try:
+            dest.rename(aside)
+            try:
+                fresh.rename(dest)
+            except OSError:
+                aside.rename(dest)
+                raise
+        except OSError as exc:
+            raise TapError(
+                f"cannot replace {dest.name} with its fresh clone ({exc.strerror}) — check the "
+                "permissions of the taps folder"
+            ) from None
+
     def find(self, name: str) -> Tap:
         taps = {t.name: t for t in self.all()}
         if name in taps:
@@ -133,7 +172,7 @@ class TapManager:
         return tap
 
     def update(self, names: Sequence[str] = ()) -> list[UpdateResult]:
-        """Fast-forward every clone (or the named ones); clone config taps that are missing."""
+        """Refresh every clone (or the named ones); clone config taps that are missing."""
         results: list[UpdateResult] = []
         existing = {t.name for t in self.all()}
         if not names:
@@ -151,7 +190,7 @@ class TapManager:
             if not tap.cloned:
                 continue
             try:
-                old, new = self.git.fast_forward(tap.path, timeout=self.clone_timeout_s)
+                old, new = self._refresh(tap)
                 results.append(UpdateResult(tap.name, old, new, old != new))
             except TapError as exc:
                 results.append(UpdateResult(tap.name, None, None, False, str(exc)))

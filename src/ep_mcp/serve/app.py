@@ -280,8 +280,10 @@ def worker_app(settings: Settings) -> Starlette:
     """The app of one `--workers` process: the same settings, no index build, no watcher."""
     import os
 
+    from ep_mcp import logsafe
     from ep_mcp.serve.http_app import create_app
 
+    logsafe.configure()  # a spawned worker has no handler yet: its lines are escaped too
     # no backfill here: an index found damaged is rebuilt whole, vectors included
     serve, ring = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
 

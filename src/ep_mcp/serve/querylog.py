@@ -1,15 +1,29 @@
-"""Opt-in query log: one JSON line per search (`server.query_log_path`). Never a key."""
+"""Opt-in query log: one JSON line per search (`server.query_log_path`). Never a key.
+
+JSON escapes the C0 controls (a newline in a query or a file name stays in its line); the few
+characters it leaves raw that still split or rewrite a line for some readers (DEL, C1 such as
+NEL, U+2028/U+2029, bidi overrides) are written as ``\\uXXXX`` too.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
+
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_line(record: Mapping[str, object]) -> str:
+    """``record`` as one JSON line that no reader splits (see the module docstring)."""
+    line = json.dumps(record, ensure_ascii=False, default=str)
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 class QueryLog:
@@ -39,7 +53,7 @@ class QueryLog:
             "took_ms": round(seconds * 1000, 2),
             "top": [h.get("source_file") if isinstance(h, Mapping) else None for h in hits[:3]],
         }
-        line = json.dumps(record, ensure_ascii=False, default=str)
+        line = json_line(record)
         try:
             with self._lock, self.path.open("a", encoding="utf-8") as fh:
                 fh.write(line + "\n")
