@@ -17,7 +17,7 @@ from typing import Any
 
 from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import BuildingError, EpMcpError, IndexDamagedError, NotFoundError
-from ep_mcp.index import integrity, recovery
+from ep_mcp.index import diskerrors, integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
 from ep_mcp.index.buildstate import BuildState, building_note
 from ep_mcp.index.embed.base import Embedder
@@ -150,6 +150,8 @@ class PackRuntime:
                 report = self._update(pack, show_progress, later=lexical_first)
             except integrity.DAMAGE_ERRORS as exc:
                 raise self._damaged(exc) from exc
+            except diskerrors.SQLITE_DISK_ERRORS as exc:  # nothing committed: never damage
+                raise diskerrors.disk_error(self.store.path, exc) from exc
             recovered, self._recovered = self._recovered, None
             if recovered is not None and not (report.changed or report.removed):
                 report = recovered  # the rebuild on opening did this run's work
@@ -220,6 +222,11 @@ class PackRuntime:
             self._profiles = None
             return report
 
+    def problems(self) -> list[str]:
+        """What degrades this pack's answers now (for /health): a disk refusing writes."""
+        found = [self.store.write_problem]
+        return [f"pack {self.slug}: {p}" for p in found if p]
+
     def build_state(self) -> dict[str, Any]:
         """Where the index build stands: phase, mode, chunks, embedded, pending, progress."""
         counts = self.store.counts()
@@ -260,6 +267,8 @@ class PackRuntime:
             )
         except integrity.DAMAGE_ERRORS as exc:
             raise self._damaged(exc) from exc
+        except diskerrors.SQLITE_DISK_ERRORS as exc:  # e.g. no room for a reader's -shm
+            raise diskerrors.disk_error(self.store.path, exc) from exc
         note = building_note(self.build_state()) if self.building.embedding else None
         return dataclasses.replace(result, notes=(note, *result.notes)) if note else result
 

@@ -186,24 +186,23 @@ def embed_texts(
 ) -> dict[str, npt.NDArray[np.float32]]:
     """text → vector for a few texts outside the chunks (file profiles), through the cache.
 
-    Computed vectors are cached when the index is writable, so the next process reads them.
+    Computed vectors are cached when the index is writable, so the next process reads them; a
+    disk that refuses the write (full, read-only) costs only that cache (``Store.write_problem``),
+    never the query that asked.
     """
     if not texts:
         return {}
-    if store.read_only:  # read the cache (an artifact carries its profiles), embed the rest
-        keys = {t: cache_key(embedder, t) for t in texts}
-        found = store.cached_vectors(list(keys.values()))
-        out = {t: found[k] for t, k in keys.items() if k in found}
-        missing = [t for t in texts if t not in out]
-        if missing:
-            rows = embedder.embed_documents(missing)
-            out.update({t: rows[i] for i, t in enumerate(missing)})
-        return out
-    try:
-        by_key, _ = _embed_missing(store, embedder, texts, len, show_progress=False)
-    except PartialEmbedding as partial:
-        raise partial.error from None
-    return {t: by_key[cache_key(embedder, t)] for t in texts}
+    keys = {t: cache_key(embedder, t) for t in texts}
+    found = store.cached_vectors(sorted(set(keys.values())))
+    missing = [t for t in dict.fromkeys(texts) if keys[t] not in found]
+    for start in range(0, len(missing), CACHE_FLUSH):
+        batch = missing[start : start + CACHE_FLUSH]
+        rows = embedder.embed_documents(batch)
+        fresh = {keys[t]: rows[i] for i, t in enumerate(batch)}
+        found.update(fresh)
+        if not store.read_only:
+            store.try_cache_vectors(fresh)
+    return {t: found[keys[t]] for t in texts}
 
 
 def build_index(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from ep_mcp.index import diskerrors
 from ep_mcp.index import vectors as vx
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite, StoredChunk
 from ep_mcp.index.schema import FORMAT_VERSION, open_index
@@ -56,6 +57,7 @@ class Store:
         # vec0: whether the sqlite-vec mirror is kept (whichever engine answers)
         status = sqlite_vec_status  # looked up here: tests stand in a failing extension
         self.vector_engine, self.vec0 = vx.choose_engine(self._conn, vector_engine, status)
+        self.write_problem: str | None = None  # the disk refused the last best-effort write
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -85,8 +87,18 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        with self._lock, self._conn:
-            yield
+        with self._lock:
+            try:
+                with self._conn:
+                    yield
+            except apsw.SQLError as exc:
+                # On SQLITE_FULL (and some I/O errors) SQLite rolls the transaction back by
+                # itself, so apsw's own rollback finds none: raise the error that mattered
+                cause = exc.__context__
+                if isinstance(cause, diskerrors.SQLITE_DISK_ERRORS):
+                    raise cause from None
+                raise
+            self._written()
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -141,6 +153,32 @@ class Store:
                 "INSERT OR REPLACE INTO embed_cache(key, vec) VALUES(?, ?)",
                 [(k, vx.blob(v)) for k, v in items.items()],
             )
+
+    def try_cache_vectors(self, items: Mapping[str, npt.NDArray[np.float32]]) -> bool:
+        """``cache_vectors`` where a refusal of the disk (full, read-only) costs only the cache:
+        it is logged once (until a write succeeds again) and kept in ``write_problem``."""
+        try:
+            self.cache_vectors(items)
+        except diskerrors.SQLITE_DISK_ERRORS as exc:
+            self._note_write_problem(exc)
+            return False
+        return True
+
+    def _written(self) -> None:
+        """A write committed: the disk takes writes again."""
+        if self.write_problem is not None:
+            logger.warning("the index at %s is writable again", self.path)
+            self.write_problem = None
+
+    def _note_write_problem(self, exc: BaseException) -> None:
+        what = diskerrors.describe(exc)
+        problem = (
+            f"the index at {self.path} cannot be written ({what}) — searches go on, the "
+            "embedding cache is not kept; free space or make its folder writable"
+        )
+        if self.write_problem is None:
+            logger.warning("%s", problem)
+        self.write_problem = problem
 
     # -- writes ------------------------------------------------------------------------------
 
