@@ -6,6 +6,7 @@ migrations than this one knows) is refused, never rebuilt: it is another version
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,11 @@ def open_index(path: Path, *, read_only: bool) -> Any:
     except diskerrors.SQLITE_DISK_ERRORS as exc:  # a full or read-only disk is not damage
         conn.close()
         raise diskerrors.disk_error(path, exc) from exc
+    except apsw.CantOpenError as exc:  # no -shm can be made beside it: a read-only folder
+        conn.close()
+        if read_only or os.access(path.parent, os.W_OK):
+            raise
+        raise diskerrors.disk_error(path, apsw.ReadOnlyError(str(exc))) from exc
     except BaseException:
         conn.close()
         raise
