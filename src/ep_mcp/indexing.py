@@ -44,6 +44,8 @@ def update_index(settings: Settings) -> IndexOutcome:
             "removed": 0,
             "embedded": 0,
             "reused": 0,
+            "repaired": 0,
+            "repaired_files": 0,
             "rebuilt": False,
             "seconds": time.perf_counter() - started,
         }

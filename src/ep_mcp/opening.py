@@ -113,8 +113,7 @@ def _index_with_retry(rt: PackRuntime, show_progress: bool | None) -> PackRuntim
         rt.index(show_progress=show_progress, reload=False, lexical_first=rt.words_first)
         return rt
     except DiskFullError as exc:  # nothing was committed: the previous index answers
-        logger.error("pack %s: %s", rt.slug, exc)
-        rt.store.write_problem = rt.store.write_problem or str(exc)
+        rt.store.writes.note(str(exc))
         return rt
     except IndexDamagedError:
         rt.close()

@@ -214,7 +214,9 @@ class PackRuntime:
 
     def backfill(self) -> BuildReport | None:
         """Embed the chunks an earlier build left pending (files unchanged); None if none wait."""
-        if self.config.read_only or self.embedder is None or not self.store.pending_count():
+        store = self.store
+        waiting = store.pending_count() or store.repair_needed
+        if self.config.read_only or self.embedder is None or not waiting:
             return None
         with self._lock:
             with self.building.running():
@@ -223,8 +225,10 @@ class PackRuntime:
             return report
 
     def problems(self) -> list[str]:
-        """What degrades this pack's answers now (for /health): a disk refusing writes."""
-        found = [self.store.write_problem]
+        """What degrades this pack's answers now (for /health): a disk refusing writes,
+        damaged or missing rows awaiting their repair (the next build or backfill)."""
+        repair = self.store.repair_needed
+        found = [self.store.write_problem, f"{repair} — awaiting repair" if repair else None]
         return [f"pack {self.slug}: {p}" for p in found if p]
 
     def build_state(self) -> dict[str, Any]:

@@ -21,7 +21,9 @@ from ep_mcp.index import schema, store
 from .conftest import as_json
 
 Ep = Callable[..., Result]
-BIG = "# Big\n\n" + "\n\n".join(f"Paragraph {i} about greenhouse {i * 7} glass." for i in range(3000))
+BIG = "# Big\n\n" + "\n\n".join(
+    f"Paragraph {i} about greenhouse {i * 7} glass." for i in range(3000)
+)
 
 
 @pytest.fixture

@@ -105,7 +105,10 @@ def test_search_on_a_disk_that_refuses_writes_answers_and_health_says_degraded(
 
 
 def test_query_log_failures_are_logged_once_and_named_by_health(
-    fresh_packs: dict[str, Path], settings_for: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fresh_packs: dict[str, Path],
+    settings_for: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     log = tmp_path / "q.jsonl"
     log.mkdir()  # a log that cannot be appended to, on every query

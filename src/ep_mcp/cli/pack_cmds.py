@@ -140,6 +140,16 @@ def _print_index(
             f"{report['embedded']} embedded, {report['reused']} from cache) "
             f"in {report['seconds']:.2f}s → {index}"
         )
+    repaired = [
+        f"repaired {report['repaired']} damaged or missing vectors"
+        if report.get("repaired")
+        else "",
+        f"re-indexed {report['repaired_files']} files whose chunk rows were missing"
+        if report.get("repaired_files")
+        else "",
+    ]
+    if not as_json and any(repaired):
+        click.echo(f"{slug}: " + ", ".join(r for r in repaired if r))
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     if not report["files"]:

@@ -10,11 +10,14 @@ which keeps serving, so it is never renamed aside or rebuilt for them.
 from __future__ import annotations
 
 import errno
+import logging
 from pathlib import Path
 
 import apsw
 
 from ep_mcp.errors import DiskFullError
+
+logger = logging.getLogger(__name__)
 
 SQLITE_DISK_ERRORS: tuple[type[Exception], ...] = (
     apsw.FullError,
@@ -63,3 +66,29 @@ def disk_error(path: Path, exc: BaseException) -> DiskFullError:
             "quota) — free space and run again; the previous index keeps serving"
         )
     return DiskFullError(text, path=path, reason=what)
+
+
+class WriteWatch:
+    """Whether the disk takes an index's writes: a refusal is logged once (not per query) and
+    kept in ``problem`` (for /health) until a write commits again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.problem: str | None = None
+
+    def refused(self, exc: BaseException) -> None:
+        """A best-effort write (the embedding cache) that the disk refused."""
+        self.note(
+            f"the index at {self.path} cannot be written ({describe(exc)}) — searches go on, "
+            "the embedding cache is not kept; free space or make its folder writable"
+        )
+
+    def note(self, problem: str) -> None:
+        if self.problem is None:
+            logger.warning("%s", problem)
+        self.problem = problem
+
+    def committed(self) -> None:
+        if self.problem is not None:
+            logger.warning("the index at %s is writable again", self.path)
+            self.problem = None

@@ -111,6 +111,9 @@ def quick_state(
         logger.debug("fast path skipped: %s", exc)
         return None
     try:
+        if store.repair_needed:  # damaged or missing rows: the build repairs them
+            logger.debug("fast path skipped: %s", store.repair_needed)
+            return None
         raw = store.get_meta(META_KEY)
     except (EpMcpError, apsw.Error) as exc:  # damage met past the open checks
         logger.debug("fast path skipped: %s", exc)

@@ -65,7 +65,7 @@ class Backfill:
             if not accepts_calls(rt.embedder):
                 return filled  # the circuit is open: nothing to try before its cool-down
             before = rt.store.pending_count()
-            if not before:
+            if not before and not rt.store.repair_needed:
                 continue
             try:
                 report = rt.backfill()
@@ -73,7 +73,7 @@ class Backfill:
                 logger.warning("pack %s: embedding backfill failed (%s)", rt.slug, exc)
                 continue
             if report is not None:
-                done = before - report.pending
+                done = before + report.repaired - report.pending
                 filled += done
                 if done:
                     logging.getLogger("ep_mcp.progress").info(

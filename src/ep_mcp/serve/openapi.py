@@ -30,8 +30,10 @@ HEALTH = {
     "type": "object",
     "required": ["status", "packs"],
     "properties": {
-        "status": {"type": "string", "description": "ok, degraded (answering; see reasons) "
-                   "or error"},
+        "status": {
+            "type": "string",
+            "description": "ok, degraded (answering; see reasons) or error",
+        },
         "packs": {"type": "integer", "minimum": 0},
         "reasons": {
             "type": "array",
