@@ -228,7 +228,8 @@ class PackRuntime:
         """What degrades this pack's answers now (for /health): a disk refusing writes,
         damaged or missing rows awaiting their repair (the next build or backfill)."""
         repair = self.store.repair_needed
-        found = [self.store.write_problem, f"{repair} — awaiting repair" if repair else None]
+        fix = "rebuild it where it is built" if self.config.read_only else "awaiting repair"
+        found = [self.store.write_problem, f"{repair} — {fix}" if repair else None]
         return [f"pack {self.slug}: {p}" for p in found if p]
 
     def build_state(self) -> dict[str, Any]:

@@ -84,10 +84,18 @@ def test_index_re_embeds_exactly_the_vector_a_byte_short_and_says_so(
     assert not list(index_db.parent.glob("index.db.corrupt-*"))  # repaired, never rebuilt
 
 
+@pytest.mark.parametrize("check", ["full", "sampled"])
 def test_index_finds_the_files_whose_chunk_rows_were_deleted_and_indexes_them_again(
-    ep: Ep, small_pack: Path, config: Path, built: tuple[Path, list[tuple[Any, ...]]]
+    ep: Ep,
+    small_pack: Path,
+    config: Path,
+    built: tuple[Path, list[tuple[Any, ...]]],
+    check: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     index_db, clean = built
+    if check == "sampled":
+        monkeypatch.setattr(vectorcheck, "FULL_CHECK_MAX_ROWS", 0)
     chunks = sql(index_db, "SELECT count(*) FROM chunks")[0][0]
     sql(index_db, "DELETE FROM chunks WHERE id % 2 = 0")  # half the rows, files left as they were
     result = ep("index", small_pack, "--config", config, "--json")

@@ -3,13 +3,15 @@
 SQLite's quick check proves the b-trees sound, not the rows: a vector a byte short, or chunk
 rows deleted, pass it and then break every search or go unnoticed. So opening an index also
 counts the rows against each other and checks the size of every stored vector against the
-index's dimension — in full up to ``FULL_CHECK_MAX_ROWS`` vectors, on ``SAMPLE_ROWS`` rows in
-runs spread over the table above it (a bad row missed there is skipped at query time, and found
-then). What is found is repaired by the next build: bad or missing vectors are queued as
+index's dimension — in full up to ``FULL_CHECK_MAX_ROWS`` chunks, above it on ``SAMPLE_ROWS``
+chunks and as many files, in runs from random starts (a bad row missed there is skipped at
+query time, and found then). What is found is repaired by the next build: bad or missing vectors are queued as
 pending and embedded again, files whose chunk rows are missing are indexed again.
 
-Measured on this machine (SQLite 3.54, warm cache, docs/BENCHMARKS.md): the whole check costs
-about 1.5 ms on the SciFact index (5k files) and 55 ms on a synthetic 100k-chunk index.
+Measured on this machine (SQLite 3.54, warm cache, 384-dimension vectors, 2 shared cores):
+the full check costs about 8 ms of CPU at 5k chunks (a 12 MB index), the sampled one about
+9 ms at 100k chunks (245 MB) — the full check there would cost 190 ms, as ``count(*)`` and the
+sizes walk every page of the vectors table.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import Any
 
 import apsw
 
-FULL_CHECK_MAX_ROWS = 50_000
-SAMPLE_ROWS = 5_000
+FULL_CHECK_MAX_ROWS = 5_000
+SAMPLE_ROWS = 2_000
 SAMPLE_RUN = 100  # rows read from each random start
 
 Connection = Any  # an apsw.Connection
@@ -65,46 +67,71 @@ INCOMPLETE_FILES = """
 
 
 def check(conn: Connection, dimension: int | None) -> VectorCheck:
-    """The cheap open-time check (``dimension``: the index's, None for a lexical index)."""
+    """The cheap open-time check (``dimension``: the index's, None for a lexical index): in
+    full up to ``FULL_CHECK_MAX_ROWS`` chunks, else on runs of rows from random starts."""
+    chunks = _one(conn, "SELECT count(*) FROM chunks")  # through an index: no table walk
+    if chunks > FULL_CHECK_MAX_ROWS:
+        return _sampled(conn, dimension)
     incomplete = len(conn.execute(INCOMPLETE_FILES).fetchall())
     if not dimension:
         return VectorCheck(incomplete_files=incomplete)
-    chunks = _one(conn, "SELECT count(*) FROM chunks")
     vectors = _one(conn, "SELECT count(*) FROM vectors")
-    try:
-        pending = _one(conn, "SELECT count(*) FROM pending_vectors")
-    except apsw.SQLError:  # a read-only index of schema 1: nothing is pending there
-        pending = 0
-    size = 4 * int(dimension)
-    if vectors <= FULL_CHECK_MAX_ROWS:
-        bad = _one(conn, "SELECT count(*) FROM vectors WHERE length(vec) != ?", (size,))
-        sampled = False
-    else:
-        bad, sampled = _sampled_bad(conn, size, vectors), True
+    pending = _pending(conn, "")
+    bad = _one(conn, "SELECT count(*) FROM vectors WHERE length(vec) != ?", (4 * dimension,))
     gap = chunks - vectors - pending
-    return VectorCheck(
-        bad=bad,
-        missing=max(gap, 0),
-        orphans=max(-gap, 0),
-        incomplete_files=incomplete,
-        sampled=sampled,
-    )
+    return VectorCheck(bad, max(gap, 0), max(-gap, 0), incomplete)
 
 
-def _sampled_bad(conn: Connection, size: int, rows: int) -> int:
-    low = _one(conn, "SELECT min(chunk_id) FROM vectors")
-    high = _one(conn, "SELECT max(chunk_id) FROM vectors")
-    rng = random.Random(rows)  # the same rows for the same index: a check that repeats itself
-    bad = 0
+def _pending(conn: Connection, where: str, args: tuple[Any, ...] = ()) -> int:
+    try:
+        return _one(conn, f"SELECT count(*) FROM pending_vectors {where}", args)
+    except apsw.SQLError:  # a read-only index of schema 1: nothing is pending there
+        return 0
+
+
+def _sampled(conn: Connection, dimension: int | None) -> VectorCheck:
+    """``SAMPLE_ROWS`` chunks and as many files, in runs of ``SAMPLE_RUN`` from random starts
+    (the same for the same index: a check that repeats itself)."""
+    top_chunk = _one(conn, "SELECT max(id) FROM chunks")
+    top_file = _one(conn, "SELECT max(rowid) FROM files")
+    rng = random.Random(top_chunk)
+    bad = missing = orphans = incomplete = 0
     for _ in range(SAMPLE_ROWS // SAMPLE_RUN):
-        start = rng.randint(low, high)
-        bad += _one(
-            conn,
-            "SELECT count(*) FROM (SELECT vec FROM vectors WHERE chunk_id >= ? "
-            "ORDER BY chunk_id LIMIT ?) WHERE length(vec) != ?",
-            (start, SAMPLE_RUN, size),
-        )
-    return bad
+        ids = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT id FROM chunks WHERE id >= ? ORDER BY id LIMIT ?",
+                (rng.randint(1, max(1, top_chunk)), SAMPLE_RUN),
+            )
+        ]
+        if dimension and ids:
+            span = (ids[0], ids[-1])
+            rows = conn.execute(
+                "SELECT chunk_id, length(vec) FROM vectors WHERE chunk_id BETWEEN ? AND ?", span
+            ).fetchall()
+            held = {int(cid) for cid, _ in rows}
+            bad += sum(int(n) != 4 * dimension for _, n in rows)
+            waiting = _pending(conn, "WHERE chunk_id BETWEEN ? AND ?", span)
+            missing += max(len(set(ids) - held) - waiting, 0)
+            orphans += len(held - set(ids))
+        incomplete += _incomplete_from(conn, rng.randint(1, max(1, top_file)))
+    return VectorCheck(bad, missing, orphans, incomplete, sampled=True)
+
+
+INCOMPLETE_FROM = """
+    SELECT count(*) FROM (
+        SELECT json_extract(f.info, '$.chunks') AS recorded,
+            (SELECT count(*) FROM chunks c WHERE c.path = f.path) AS n,
+            (SELECT max(chunk_index) FROM chunks c INDEXED BY sqlite_autoindex_chunks_1
+             WHERE c.path = f.path) AS last
+        FROM files f WHERE f.rowid >= ? ORDER BY f.rowid LIMIT ?
+    ) WHERE n != coalesce(recorded, last + 1, 0)
+"""
+
+
+def _incomplete_from(conn: Connection, first: int) -> int:
+    """Files missing chunk rows among ``SAMPLE_RUN`` from rowid ``first`` on."""
+    return _one(conn, INCOMPLETE_FROM, (first, SAMPLE_RUN))
 
 
 # -- the repair (inside the build's own transaction) ---------------------------------------
