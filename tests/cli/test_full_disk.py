@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from click.testing import Result
-from diskfull import fill_disk, tmpfs
 
+from diskfull import fill_disk, tmpfs
 from ep_mcp.index import schema, store
 
 from .conftest import as_json

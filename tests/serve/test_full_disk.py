@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx2
 import pytest
-from diskfull import fill, fill_disk, remount, tmpfs
 
+from diskfull import fill, fill_disk, remount, tmpfs
 from ep_mcp.config import load_settings
 from ep_mcp.errors import DiskFullError
 from ep_mcp.serve.app import open_context

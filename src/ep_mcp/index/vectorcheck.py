@@ -5,8 +5,9 @@ rows deleted, pass it and then break every search or go unnoticed. So opening an
 counts the rows against each other and checks the size of every stored vector against the
 index's dimension — in full up to ``FULL_CHECK_MAX_ROWS`` chunks, above it on ``SAMPLE_ROWS``
 chunks and as many files, in runs from random starts (a bad row missed there is skipped at
-query time, and found then). What is found is repaired by the next build: bad or missing vectors are queued as
-pending and embedded again, files whose chunk rows are missing are indexed again.
+query time, and found then). What is found is repaired by the next build: bad or missing
+vectors are queued as pending and embedded again, files whose chunk rows are missing are
+indexed again.
 
 Measured on this machine (SQLite 3.54, warm cache, 384-dimension vectors, 2 shared cores):
 the full check costs about 8 ms of CPU at 5k chunks (a 12 MB index), the sampled one about
