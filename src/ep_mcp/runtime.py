@@ -220,7 +220,10 @@ class PackRuntime:
             return None
         with self._lock:
             with self.building.running():
-                report = self._update(self.pack, None)
+                try:
+                    report = self._update(self.pack, None)
+                except diskerrors.SQLITE_DISK_ERRORS as exc:  # nothing committed
+                    raise diskerrors.disk_error(self.store.path, exc) from exc
             self._profiles = None
             return report
 

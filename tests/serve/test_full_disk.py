@@ -167,3 +167,29 @@ def on_disk(settings: Any, disk: Path) -> Any:
     packs = tuple(dataclasses.replace(p, index_dir=disk / p.path.name) for p in settings.packs)
     server = dataclasses.replace(settings.server, query_log_path=disk / "q.jsonl")
     return dataclasses.replace(settings, packs=packs, server=server)
+
+
+def test_the_backfill_on_a_full_disk_logs_once_and_the_pack_keeps_answering(
+    fresh_packs: dict[str, Path], settings_for: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ep_mcp.serve.backfill import Backfill
+
+    serve, _ = open_context(settings_for(fresh_packs))
+    try:
+        store = serve.library.get("alpha").store
+        with store.transaction():  # as a build that lost its provider leaves it: words only
+            store._conn.execute("INSERT INTO pending_vectors SELECT chunk_id FROM vectors")
+            store._conn.execute("DELETE FROM vectors")
+            store._conn.execute("DELETE FROM embed_cache")
+            store.finish_build(store.features())
+        fill(store._conn)
+        backfill = Backfill(serve.library, 60)
+        with caplog.at_level(logging.WARNING, logger="ep_mcp"):
+            assert (backfill.run_once(), backfill.run_once()) == (0, 0)
+            seen, health = answers(serve)
+    finally:
+        serve.library.close()
+    said = [r.getMessage() for r in caplog.records if "is full" in r.getMessage()]
+    assert len(said) == 1 and "free space and run again" in said[0]
+    assert all(status == 200 and files for status, files in seen)  # by words, as before
+    assert health["status"] == "degraded"

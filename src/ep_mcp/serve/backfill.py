@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Iterator
 
-from ep_mcp.errors import EpMcpError
+from ep_mcp.errors import DiskFullError, EpMcpError
 from ep_mcp.index.buildstate import BuildCancelled
 from ep_mcp.index.embed.breaker import accepts_calls
 from ep_mcp.runtime import Library
@@ -69,6 +69,9 @@ class Backfill:
                 continue
             try:
                 report = rt.backfill()
+            except DiskFullError as exc:  # logged once, named by /health, tried again later
+                rt.store.writes.note(str(exc))
+                continue
             except EpMcpError as exc:
                 logger.warning("pack %s: embedding backfill failed (%s)", rt.slug, exc)
                 continue
