@@ -112,7 +112,7 @@ def _index_with_retry(rt: PackRuntime, show_progress: bool | None) -> PackRuntim
     try:
         rt.index(show_progress=show_progress, reload=False, lexical_first=rt.words_first)
         return rt
-    except DiskFullError as exc:  # nothing was committed: the previous index answers
+    except DiskFullError as exc:  # the last commit stands: the previous index answers
         rt.store.writes.note(str(exc))
         return rt
     except IndexDamagedError:

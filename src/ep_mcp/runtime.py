@@ -150,7 +150,7 @@ class PackRuntime:
                 report = self._update(pack, show_progress, later=lexical_first)
             except integrity.DAMAGE_ERRORS as exc:
                 raise self._damaged(exc) from exc
-            except diskerrors.SQLITE_DISK_ERRORS as exc:  # nothing committed: never damage
+            except diskerrors.SQLITE_DISK_ERRORS as exc:  # the last commit stands: not damage
                 raise diskerrors.disk_error(self.store.path, exc) from exc
             recovered, self._recovered = self._recovered, None
             if recovered is not None and not (report.changed or report.removed):
@@ -222,7 +222,7 @@ class PackRuntime:
             with self.building.running():
                 try:
                     report = self._update(self.pack, None)
-                except diskerrors.SQLITE_DISK_ERRORS as exc:  # nothing committed
+                except diskerrors.SQLITE_DISK_ERRORS as exc:  # the last commit stands
                     raise diskerrors.disk_error(self.store.path, exc) from exc
             self._profiles = None
             return report

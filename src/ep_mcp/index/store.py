@@ -182,6 +182,9 @@ class Store(StoreReads):
         except diskerrors.SQLITE_DISK_ERRORS as exc:
             self.writes.refused(exc)
             return False
+        except apsw.BusyError:  # another process is writing: the next query caches them
+            logger.debug("index at %s is locked — embedding cache not written", self.path)
+            return False
         return True
 
     @property
