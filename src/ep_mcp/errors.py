@@ -85,6 +85,16 @@ class IndexDamagedError(IndexBuildError):
         self.reason = reason
 
 
+class DiskFullError(IndexBuildError):
+    """The disk refused a write to an index (full, over quota, read-only): nothing is damaged,
+    the last committed index keeps serving, and it is never rebuilt for this."""
+
+    def __init__(self, message: str, *, path: Path | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.reason = reason
+
+
 class BuildingError(EpMcpError):
     """The server's start-up build has not indexed the packs yet: ask again shortly (503)."""
 

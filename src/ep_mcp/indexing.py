@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ep_mcp.config import Settings
 from ep_mcp.errors import ConfigError, IndexDamagedError
+from ep_mcp.index import diskerrors
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ def update_index(settings: Settings) -> IndexOutcome:
             "removed": 0,
             "embedded": 0,
             "reused": 0,
+            "repaired": 0,
+            "repaired_files": 0,
             "rebuilt": False,
             "seconds": time.perf_counter() - started,
         }
@@ -61,10 +64,13 @@ def update_index(settings: Settings) -> IndexOutcome:
         warnings = tuple(str(w) for w in rt.pack.warnings)
         wanted = settings.embedding.provider != "none"
         report = dataclasses.asdict(built)
-        if (built.vector_engine != "none" or not wanted) and not built.pending:
-            fastcheck.remember(rt.store, snap, rt.slug, report, list(warnings))
-        else:  # chunks wait for their vectors: the next run must take the full path
-            fastcheck.forget(rt.store)
+        try:
+            if (built.vector_engine != "none" or not wanted) and not built.pending:
+                fastcheck.remember(rt.store, snap, rt.slug, report, list(warnings))
+            else:  # chunks wait for their vectors: the next run must take the full path
+                fastcheck.forget(rt.store)
+        except diskerrors.SQLITE_DISK_ERRORS as exc:  # the build committed; its record did not
+            raise diskerrors.disk_error(rt.store.path, exc) from exc
         return IndexOutcome(rt.slug, rt.store.path, report, warnings)
     finally:
         lib.close()

@@ -17,6 +17,7 @@ from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import (
     BuildStopped,
     ConfigError,
+    DiskFullError,
     EpMcpError,
     IndexBuildError,
     IndexDamagedError,
@@ -152,11 +153,15 @@ def _words_first(embedder: Embedder | None, lexical_first: bool | None) -> bool:
 def _index_with_retry(rt: PackRuntime, show_progress: bool | None) -> PackRuntime:
     """``rt`` (just opened, its pack just read) with its index brought up to date (words
     first when ``rt.words_first``); an index found damaged meanwhile is marked, closed and
-    reopened (rebuilt) once — the runtime returned is then a new one."""
+    reopened (rebuilt) once — the runtime returned is then a new one. A disk that refuses
+    the build's writes (full, read-only) is logged and the previous index keeps answering."""
     if rt.config.read_only:
         return rt
     try:
         rt.index(show_progress=show_progress, reload=False, lexical_first=rt.words_first)
+        return rt
+    except DiskFullError as exc:  # the last commit stands: the previous index answers
+        rt.store.writes.note(str(exc))
         return rt
     except IndexDamagedError:
         rt.close()

@@ -17,7 +17,7 @@ from typing import Any
 
 from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import BuildingError, EpMcpError, IndexDamagedError, NotFoundError
-from ep_mcp.index import integrity, recovery
+from ep_mcp.index import diskerrors, integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
 from ep_mcp.index.buildstate import BuildState, building_note
 from ep_mcp.index.embed.base import Embedder
@@ -159,6 +159,8 @@ class PackRuntime:
                 report = self._update(pack, show_progress, later=lexical_first)
             except integrity.DAMAGE_ERRORS as exc:
                 raise self._damaged(exc) from exc
+            except diskerrors.SQLITE_DISK_ERRORS as exc:  # the last commit stands: not damage
+                raise diskerrors.disk_error(self.store.path, exc) from exc
             recovered, self._recovered = self._recovered, None
             if recovered is not None and not (report.changed or report.removed):
                 report = recovered  # the rebuild on opening did this run's work
@@ -221,13 +223,26 @@ class PackRuntime:
 
     def backfill(self) -> BuildReport | None:
         """Embed the chunks an earlier build left pending (files unchanged); None if none wait."""
-        if self.config.read_only or self.embedder is None or not self.store.pending_count():
+        store = self.store
+        waiting = store.pending_count() or store.repair_needed
+        if self.config.read_only or self.embedder is None or not waiting:
             return None
         with self._lock:
             with self.building.running():
-                report = self._update(self.pack, None)
+                try:
+                    report = self._update(self.pack, None)
+                except diskerrors.SQLITE_DISK_ERRORS as exc:  # the last commit stands
+                    raise diskerrors.disk_error(self.store.path, exc) from exc
             self._profiles = None
             return report
+
+    def problems(self) -> list[str]:
+        """What degrades this pack's answers now (for /health): a disk refusing writes,
+        damaged or missing rows awaiting their repair (the next build or backfill)."""
+        repair = self.store.repair_needed
+        fix = "rebuild it where it is built" if self.config.read_only else "awaiting repair"
+        found = [self.store.write_problem, f"{repair} — {fix}" if repair else None]
+        return [f"pack {self.slug}: {p}" for p in found if p]
 
     def build_state(self) -> dict[str, Any]:
         """Where the index build stands: phase, mode, chunks, embedded, pending, progress."""
@@ -270,6 +285,8 @@ class PackRuntime:
             )
         except integrity.DAMAGE_ERRORS as exc:
             raise self._damaged(exc) from exc
+        except diskerrors.SQLITE_DISK_ERRORS as exc:  # e.g. no room for a reader's -shm
+            raise diskerrors.disk_error(self.store.path, exc) from exc
         note = building_note(self.build_state()) if self.building.embedding else None
         return dataclasses.replace(result, notes=(note, *result.notes)) if note else result
 

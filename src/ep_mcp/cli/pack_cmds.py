@@ -144,12 +144,22 @@ def _print_index(pack: Path, done: IndexOutcome, as_json: bool) -> None:
             f"{report['embedded']} embedded, {report['reused']} from cache) "
             f"in {report['seconds']:.2f}s → {index}"
         )
+    repaired = [
+        f"repaired {report['repaired']} damaged or missing vectors"
+        if report.get("repaired")
+        else "",
+        f"re-indexed {report['repaired_files']} files whose chunk rows were missing"
+        if report.get("repaired_files")
+        else "",
+    ]
+    if not as_json and any(repaired):
+        click.echo(f"{slug}: " + ", ".join(r for r in repaired if r))
     for warning in warnings:
         warn(f"warning: {warning}")
     if not report["files"]:
         from ep_mcp.packs.loader import empty_pack_message
 
-        click.echo(f"warning: {empty_pack_message(pack.resolve())}", err=True)
+        click.echo(f"warning: {one_line(empty_pack_message(pack.resolve()))}", err=True)
     if report.get("pending"):  # exit 0 all the same: the lexical index is written and usable
         click.echo(
             f"warning: the embedding provider failed ({report.get('embedding_error')}) — "

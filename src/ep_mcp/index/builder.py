@@ -44,6 +44,8 @@ class BuildReport:
     vector_engine: str
     pending: int = 0  # chunks indexed lexically that still await their vector
     embedding_error: str | None = None  # why they wait (the provider's failure)
+    repaired: int = 0  # damaged or missing vectors embedded again
+    repaired_files: int = 0  # files indexed again because chunk rows of theirs were missing
 
 
 def features_for(
@@ -186,24 +188,23 @@ def embed_texts(
 ) -> dict[str, npt.NDArray[np.float32]]:
     """text → vector for a few texts outside the chunks (file profiles), through the cache.
 
-    Computed vectors are cached when the index is writable, so the next process reads them.
+    Computed vectors are cached when the index is writable, so the next process reads them; a
+    disk that refuses the write (full, read-only) costs only that cache (``Store.write_problem``),
+    never the query that asked.
     """
     if not texts:
         return {}
-    if store.read_only:  # read the cache (an artifact carries its profiles), embed the rest
-        keys = {t: cache_key(embedder, t) for t in texts}
-        found = store.cached_vectors(list(keys.values()))
-        out = {t: found[k] for t, k in keys.items() if k in found}
-        missing = [t for t in texts if t not in out]
-        if missing:
-            rows = embedder.embed_documents(missing)
-            out.update({t: rows[i] for i, t in enumerate(missing)})
-        return out
-    try:
-        by_key, _ = _embed_missing(store, embedder, texts, len, show_progress=False)
-    except PartialEmbedding as partial:
-        raise partial.error from None
-    return {t: by_key[cache_key(embedder, t)] for t in texts}
+    keys = {t: cache_key(embedder, t) for t in texts}
+    found = store.cached_vectors(sorted(set(keys.values())))
+    missing = [t for t in dict.fromkeys(texts) if keys[t] not in found]
+    for start in range(0, len(missing), CACHE_FLUSH):
+        batch = missing[start : start + CACHE_FLUSH]
+        rows = embedder.embed_documents(batch)
+        fresh = {keys[t]: rows[i] for i, t in enumerate(batch)}
+        found.update(fresh)
+        if not store.read_only:
+            store.try_cache_vectors(fresh)
+    return {t: found[keys[t]] for t in texts}
 
 
 def build_index(
@@ -231,7 +232,9 @@ def build_index(
     counter, count_tokens = count_tokens, _memo(count_tokens)
     features = features_for(embedder, max_tokens, prefix_template)
     rebuild = store.features() != features
-    states: Mapping[str, tuple[str, str | None]] = {} if rebuild else store.file_states()
+    states: dict[str, tuple[str, str | None]] = {} if rebuild else store.file_states()
+    queued, redo = store.repair() if store.repair_needed and not rebuild else ([], [])
+    states.update(dict.fromkeys(redo, ("", None)))  # missing chunk rows: indexed again
     docs = [d for d in pack.documents if not d.navigation]
     live = {d.path for d in docs}
     removed = sorted(set(states) - live) if not rebuild else []
@@ -295,6 +298,8 @@ def build_index(
         vector_engine=store.vector_engine if embedder is not None else "none",
         pending=pending,
         embedding_error=str(error) if error is not None and pending else None,
+        repaired=sum(cid in filled for cid in queued),
+        repaired_files=len(redo),
     )
     logger.info(
         "indexed %s: %d files, %d changed, %d removed, %d chunks, %d embedded (%.2fs)",
@@ -306,6 +311,14 @@ def build_index(
         report.embedded,
         report.seconds,
     )
+    if queued or redo:
+        logger.info(
+            "%s: repaired %d damaged or missing vector(s), indexed %d file(s) again whose "
+            "chunk rows were missing",
+            pack.slug,
+            report.repaired,
+            report.repaired_files,
+        )
     if pending and lexical_first:
         logger.info("%s: %d chunk(s) indexed lexically, to be embedded next", pack.slug, pending)
     elif pending:

@@ -112,6 +112,9 @@ def quick_state(
         logger.debug("fast path skipped: %s", exc)
         return None
     try:
+        if store.repair_needed:  # damaged or missing rows: the build repairs them
+            logger.debug("fast path skipped: %s", store.repair_needed)
+            return None
         raw = store.get_meta(META_KEY)
         owner = recorded_owner(store)
         if owner is None or not owner.same_root(Owner.of(owner.slug, pack_root)):

@@ -91,9 +91,20 @@ def check_file(path: Path) -> str | None:
         return f"invalid page size {page_size} in the header"
     pages = int.from_bytes(head[28:32], "big")
     trusted = head[24:28] == head[92:96]  # the header's page count is valid only then
-    if trusted and pages and size < pages * page_size:
+    if trusted and pages and size < pages * page_size and not _has_wal(path):
         return f"truncated: {size} bytes of {pages * page_size}"
     return None
+
+
+def _has_wal(path: Path) -> bool:
+    """Whether a write-ahead log with frames lies beside ``path``. A checkpoint the disk cut
+    short (full) leaves the file shorter than its header says while the log still holds every
+    page: SQLite reads it whole, and the next checkpoint completes it — that is not damage
+    (``check_database``'s quick check reads through the log and judges it)."""
+    try:
+        return Path(str(path) + "-wal").stat().st_size > 32  # more than the log's header
+    except OSError:
+        return False
 
 
 def check_database(conn: Any, size: int) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 
 from ep_mcp.errors import IndexBuildError
-from ep_mcp.index import integrity, placement
+from ep_mcp.index import diskerrors, integrity, placement
 
 FORMAT_VERSION = 1  # the "format" recorded in every build's index features
 
@@ -131,6 +131,14 @@ def open_index(path: Path, *, read_only: bool) -> Any:
     except integrity.DAMAGE_ERRORS as exc:
         conn.close()
         raise integrity.damaged(path, integrity.describe(exc)) from exc
+    except diskerrors.SQLITE_DISK_ERRORS as exc:  # a full or read-only disk is not damage
+        conn.close()
+        raise diskerrors.disk_error(path, exc) from exc
+    except apsw.CantOpenError as exc:  # no -shm can be made beside it: a read-only folder
+        conn.close()
+        if read_only or os.access(path.parent, os.W_OK):
+            raise
+        raise diskerrors.disk_error(path, apsw.ReadOnlyError(str(exc))) from exc
     except BaseException:
         conn.close()
         raise

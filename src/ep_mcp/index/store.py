@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from ep_mcp.index import diskerrors, integrity, lexical, vectorcheck
 from ep_mcp.index import vectors as vx
+from ep_mcp.index.reads import StoreReads
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite, StoredChunk
 from ep_mcp.index.schema import FORMAT_VERSION, NOFOLLOW, open_index, real_path
 from ep_mcp.index.vectors import sqlite_vec_status
@@ -42,8 +44,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class Store:
-    """One pack's index. Thread-safe for readers; one writer at a time."""
+class Store(StoreReads):
+    """One pack's index. Thread-safe for readers; one writer at a time (reads: ``reads.py``)."""
 
     def __init__(self, path: Path, *, read_only: bool = False, vector_engine: str = "auto"):
         self.path = path
@@ -56,6 +58,22 @@ class Store:
         # vec0: whether the sqlite-vec mirror is kept (whichever engine answers)
         status = sqlite_vec_status  # looked up here: tests stand in a failing extension
         self.vector_engine, self.vec0 = vx.choose_engine(self._conn, vector_engine, status)
+        self.writes = diskerrors.WriteWatch(path)  # whether the disk takes our writes
+        self.repair_needed = self._check_content()  # damaged or missing rows, for the build
+
+    def _check_content(self) -> str | None:
+        """What the open-time content check found (``vectorcheck``), or None."""
+        try:
+            found = vectorcheck.check(self._conn, self.dimension())
+        except integrity.DAMAGE_ERRORS as exc:
+            self.close()
+            raise integrity.damaged(self.path, integrity.describe(exc)) from exc
+        return found.problem()
+
+    def dimension(self) -> int | None:
+        """The dimension of the index's vectors (None: lexical only)."""
+        dim = self.features().get("dimension")
+        return int(dim) if dim else None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -85,8 +103,18 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        with self._lock, self._conn:
-            yield
+        with self._lock:
+            try:
+                with self._conn:
+                    yield
+            except apsw.SQLError as exc:
+                # On SQLITE_FULL (and some I/O errors) SQLite rolls the transaction back by
+                # itself, so apsw's own rollback finds none: raise the error that mattered
+                cause = exc.__context__
+                if isinstance(cause, diskerrors.SQLITE_DISK_ERRORS):
+                    raise cause from None
+                raise
+            self.writes.committed()
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -133,7 +161,11 @@ class Store:
         import numpy as np
 
         sql = "SELECT key, vec FROM embed_cache WHERE key IN ({marks})"
-        return {key: np.frombuffer(blob, dtype="<f4") for key, blob in self._batched(sql, keys)}
+        return {
+            key: np.frombuffer(blob, dtype="<f4")
+            for key, blob in self._batched(sql, keys)
+            if len(blob) == 4 * _key_dimension(key)  # a damaged entry is embedded again
+        }
 
     def cache_vectors(self, items: Mapping[str, npt.NDArray[np.float32]]) -> None:
         with self.transaction():
@@ -141,6 +173,23 @@ class Store:
                 "INSERT OR REPLACE INTO embed_cache(key, vec) VALUES(?, ?)",
                 [(k, vx.blob(v)) for k, v in items.items()],
             )
+
+    def try_cache_vectors(self, items: Mapping[str, npt.NDArray[np.float32]]) -> bool:
+        """``cache_vectors`` where a refusal of the disk (full, read-only) costs only the cache:
+        logged once, until a write commits again (``writes.problem`` says why meanwhile)."""
+        try:
+            self.cache_vectors(items)
+        except diskerrors.SQLITE_DISK_ERRORS as exc:
+            self.writes.refused(exc)
+            return False
+        except apsw.BusyError:  # another process is writing: the next query caches them
+            logger.debug("index at %s is locked — embedding cache not written", self.path)
+            return False
+        return True
+
+    @property
+    def write_problem(self) -> str | None:
+        return self.writes.problem
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -188,7 +237,7 @@ class Store:
                 rec.type,
                 json.dumps(list(rec.tags)),
                 rec.doc_id,
-                json.dumps(rec.info, default=str),
+                json.dumps({**rec.info, "chunks": len(item.chunks)}, default=str),
             ),
         )
         for i, ch in enumerate(item.chunks):
@@ -278,33 +327,8 @@ class Store:
         time_limit_ms: int = 250,
         paths: Sequence[str] | None = None,
     ) -> list[tuple[int, float]]:
-        """Chunks matching any term, best BM25 first, as (chunk_id, score ≥ 0).
-
-        Terms are quoted here, so no FTS5 syntax from a user ever reaches SQLite; a query that
-        runs past ``time_limit_ms`` is cut short and returns what it has.
-        """
-        quoted = [f'"{t.replace(chr(34), "")}"' for t in terms if t.replace('"', "").strip()]
-        if not quoted:
-            return []
-        match = " OR ".join(quoted)
-        w = ", ".join(f"{float(x):.3f}" for x in weights)
-        sql = (
-            f"SELECT rowid, -bm25(chunks_fts, {w}) AS s FROM chunks_fts "
-            f"WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, {w}) LIMIT ?"
-        )
-        deadline = time.monotonic() + time_limit_ms / 1000.0
-        out: list[tuple[int, float]] = []
-        conn = self._reader()
-        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
-        try:
-            for rowid, score in conn.execute(sql, (match, n)):
-                out.append((int(rowid), float(score)))
-        except apsw.InterruptError:
-            logger.warning("lexical search hit its %d ms limit — partial result", time_limit_ms)
-        except apsw.SQLError as exc:
-            logger.warning("lexical search failed for %r: %s", match[:200], exc)
-        finally:
-            conn.set_progress_handler(None)
+        """Chunks matching any term, best BM25 first, as (chunk_id, score ≥ 0) (``lexical``)."""
+        out = lexical.top(self._reader(), terms, n, weights, time_limit_ms)
         if paths is not None:
             allowed = set(paths)
             owners = self.paths_of([cid for cid, _ in out])
@@ -313,10 +337,7 @@ class Store:
 
     def term_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """Chunks containing each term (FTS5, stemmed) and the number of chunks: for IDF."""
-        conn, sql = self._reader(), "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
-        safe = {t: t.replace('"', "") for t in terms if t.replace('"', "").strip()}
-        counts = {t: int(conn.execute(sql, (f'"{q}"',)).fetchall()[0][0]) for t, q in safe.items()}
-        return counts, int(conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0])
+        return lexical.term_counts(self._reader(), terms)
 
     # -- vectors (index/vectors.py: the numpy scan and the vec0 mirror) ---------------------
 
@@ -333,64 +354,30 @@ class Store:
         return vx.matrix_rows(*self._load_matrix(), chunk_ids)
 
     def _load_matrix(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        return self._matrix.load(self._reader(), int(self.get_meta("generation") or "0"))
+        generation = int(self.get_meta("generation") or "0")
+        loaded = self._matrix.load(self._reader(), generation, self.dimension())
+        skipped = len(self._matrix.skipped)
+        if skipped and self.repair_needed is None:
+            self.repair_needed = f"{skipped} damaged vector(s) skipped by searches"
+            logger.warning(
+                "index at %s: %s — run `ep-mcp index PACK` to repair them",
+                self.path,
+                self.repair_needed,
+            )
+        return loaded
 
-    # -- reads -------------------------------------------------------------------------------
-
-    _CHUNK_COLUMNS = (
-        "c.id, c.path, c.chunk_index, c.heading_path, c.line_start, c.line_end, c.byte_start, "
-        "c.byte_end, c.text, c.context_prefix, c.span_hash, c.section, c.tokens, "
-        "f.file_hash, f.sidecar_hash, f.content_hash, f.title, f.type, f.tags, f.doc_id, f.info"
-    )
-
-    @staticmethod
-    def _row(row: Sequence[Any]) -> StoredChunk:
-        cid, path, idx, hp, ls, le, bs, be, text, prefix, span, section, tokens = row[:13]
-        heading_path = tuple(json.loads(hp))
-        chunk = ChunkRecord(
-            path, idx, heading_path, (ls, le), (bs, be), text, prefix, span, section, tokens
-        )
-        return StoredChunk(int(cid), chunk, _file_record((path, *row[13:])))
-
-    def _batched(self, sql: str, keys: Sequence[Any]) -> Iterator[Any]:
-        """The rows of ``sql`` over ``keys``, 500 at a time into its ``{marks}`` placeholders."""
-        for start in range(0, len(keys), 500):
-            batch = tuple(keys[start : start + 500])
-            yield from self._reader().execute(sql.format(marks=",".join("?" * len(batch))), batch)
-
-    def chunks_by_ids(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
-        sql = (
-            f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
-            "WHERE c.id IN ({marks})"
-        )
-        return {sc.id: sc for sc in map(self._row, self._batched(sql, chunk_ids))}
-
-    def chunks_for_path(self, path: str) -> list[StoredChunk]:
-        sql = (
-            f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
-            "WHERE c.path = ? ORDER BY c.chunk_index"
-        )
-        return [self._row(r) for r in self._reader().execute(sql, (path,)).fetchall()]
-
-    def file_tokens(self, paths: Sequence[str]) -> dict[str, int]:
-        """Token count of each indexed file (the sum over its chunks)."""
-        sql = "SELECT path, sum(tokens) FROM chunks WHERE path IN ({marks}) GROUP BY path"
-        return {str(r[0]): int(r[1]) for r in self._batched(sql, paths)}
-
-    def paths_of(self, chunk_ids: Sequence[int]) -> dict[int, str]:
-        sql = "SELECT id, path FROM chunks WHERE id IN ({marks})"
-        return {int(r[0]): str(r[1]) for r in self._batched(sql, chunk_ids)}
-
-    def files(self) -> list[FileRecord]:
-        rows = self._reader().execute(
-            "SELECT path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id, "
-            "info FROM files ORDER BY path"
-        )
-        return [_file_record(r) for r in rows.fetchall()]
+    def repair(self) -> tuple[list[int], list[str]]:
+        """Queue the bad or missing vectors as pending, list the files missing chunk rows:
+        (chunk ids queued, files to index again). The build calls it when ``repair_needed``."""
+        dim = self.dimension()
+        with self.transaction():
+            queued = vectorcheck.queue_damaged(self._conn, dim, self.vec0) if dim else []
+            files = vectorcheck.incomplete_files(self._conn)
+        self.repair_needed = None
+        return queued, files
 
 
-def _file_record(r: Sequence[Any]) -> FileRecord:
-    """A ``files`` row (path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id,
-    info) as its record."""
-    tags = tuple(json.loads(r[6]))
-    return FileRecord(r[0], r[1], r[2], r[3], r[4], r[5], tags, r[7], json.loads(r[8]))
+def _key_dimension(key: str) -> int:
+    """The dimension in an embedding-cache key (``model|dimension|digest``), 0 if none."""
+    parts = key.split("|")
+    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0

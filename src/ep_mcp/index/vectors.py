@@ -115,14 +115,19 @@ class VectorMatrix:
     def __init__(self, lock: threading.RLock) -> None:
         self._lock = lock
         self._loaded: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+        self.skipped: list[int] = []  # chunk ids of the last load's vectors of the wrong size
 
     def forget(self) -> None:
         self._loaded = None
 
     def load(
-        self, conn: Connection, generation: int
+        self, conn: Connection, generation: int, dimension: int | None = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """(ids ascending, matrix) of ``generation``, read from ``conn`` unless already held."""
+        """(ids ascending, matrix) of ``generation``, read from ``conn`` unless already held.
+
+        A vector whose size is not ``dimension``'s (else the most common size) is damaged: it
+        is left out and its chunk id kept in ``skipped``, so one bad row costs that row only.
+        """
         import numpy as np
 
         cached = self._loaded
@@ -135,14 +140,28 @@ class VectorMatrix:
             for cid, data in rows:
                 ids.append(int(cid))
                 blobs.append(bytes(data))
+            size = 4 * dimension if dimension else _common_size(blobs)
+            self.skipped = [cid for cid, b in zip(ids, blobs, strict=True) if len(b) != size]
+            if self.skipped:
+                kept = [(cid, b) for cid, b in zip(ids, blobs, strict=True) if len(b) == size]
+                ids, blobs = [cid for cid, _ in kept], [b for _, b in kept]
             if blobs:
-                dim = len(blobs[0]) // 4
+                dim = size // 4
                 mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
             else:
                 mat = np.zeros((0, 0), dtype=np.float32)
             loaded = (generation, np.asarray(ids, dtype=np.int64), mat.astype(np.float32))
             self._loaded = loaded
         return loaded[1], loaded[2]
+
+
+def _common_size(blobs: Sequence[bytes]) -> int:
+    """The most common blob size, as a whole number of float32s (0 for none)."""
+    sizes: dict[int, int] = {}
+    for b in blobs:
+        sizes[len(b)] = sizes.get(len(b), 0) + 1
+    best = max(sizes, key=lambda n: (sizes[n], n), default=0)
+    return best - best % 4
 
 
 def matrix_top(

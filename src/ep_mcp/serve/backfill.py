@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Iterator
 
-from ep_mcp.errors import EpMcpError
+from ep_mcp.errors import DiskFullError, EpMcpError
 from ep_mcp.index.buildstate import BuildCancelled
 from ep_mcp.index.embed.breaker import accepts_calls
 from ep_mcp.runtime import Library
@@ -65,15 +65,18 @@ class Backfill:
             if not accepts_calls(rt.embedder):
                 return filled  # the circuit is open: nothing to try before its cool-down
             before = rt.store.pending_count()
-            if not before:
+            if not before and not rt.store.repair_needed:
                 continue
             try:
                 report = rt.backfill()
+            except DiskFullError as exc:  # logged once, named by /health, tried again later
+                rt.store.writes.note(str(exc))
+                continue
             except EpMcpError as exc:
                 logger.warning("pack %s: embedding backfill failed (%s)", rt.slug, exc)
                 continue
             if report is not None:
-                done = before - report.pending
+                done = before + report.repaired - report.pending
                 filled += done
                 if done:
                     logging.getLogger("ep_mcp.progress").info(

@@ -195,6 +195,11 @@ def create_app(
         failed = serve.library.readiness.error
         if failed is not None:  # the start-up build failed: the packs cannot be searched
             return JSONResponse({**body, "status": "error", "error": str(failed)}, 503)
+        reasons = [p for rt in serve.library for p in rt.problems()]
+        if serve.query_log is not None and serve.query_log.problem:
+            reasons.append(serve.query_log.problem)
+        if reasons:  # still answering, less well: a full disk, vectors awaiting repair
+            return JSONResponse({**body, "status": "degraded", "reasons": reasons})
         return JSONResponse(body)
 
     async def packs(request: Request) -> Response:

@@ -30,8 +30,17 @@ HEALTH = {
     "type": "object",
     "required": ["status", "packs"],
     "properties": {
-        "status": {"type": "string"},
+        "status": {
+            "type": "string",
+            "description": "ok, degraded (answering; see reasons) or error",
+        },
         "packs": {"type": "integer", "minimum": 0},
+        "reasons": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "With status degraded: what degrades the answers, one line each "
+            "(a disk refusing writes, vectors awaiting repair)",
+        },
         "index": {
             "type": "object",
             "description": "The index build over all packs: phase (ready, embedding, lexical, "

@@ -32,7 +32,11 @@ class QueryLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.problem: str | None = None  # why the last line could not be written
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self._failed(exc)
 
     def write(
         self, via: str, result: Mapping[str, object], args: Mapping[str, object], seconds: float
@@ -58,4 +62,15 @@ class QueryLog:
             with self._lock, self.path.open("a", encoding="utf-8") as fh:
                 fh.write(line + "\n")
         except OSError as exc:
-            logger.warning("query log %s not writable (%s) — query not logged", self.path, exc)
+            self._failed(exc)
+            return
+        if self.problem is not None:
+            logger.warning("query log %s is writable again", self.path)
+            self.problem = None
+
+    def _failed(self, exc: OSError) -> None:
+        """Logged once until a line is written again: a full disk must not flood the log."""
+        problem = f"query log {self.path} not writable ({exc.strerror or exc}) — queries not logged"
+        if self.problem is None:
+            logger.warning("%s", problem)
+        self.problem = problem

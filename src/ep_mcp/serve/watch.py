@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from ep_mcp.errors import EpMcpError
+from ep_mcp.errors import DiskFullError, EpMcpError
 from ep_mcp.runtime import Library, PackRuntime
 
 logger = logging.getLogger(__name__)
@@ -104,6 +104,9 @@ class PackWatcher:
         for rt in owners(changed, self.library):
             try:
                 report = rt.reload()
+            except DiskFullError as exc:  # logged once until a write commits; /health names it
+                rt.store.writes.note(str(exc))
+                continue
             except EpMcpError as exc:
                 logger.warning(
                     "pack %s: reload failed (%s) — still serving the last good index", rt.slug, exc

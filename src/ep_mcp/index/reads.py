@@ -1,0 +1,74 @@
+"""The reads of a pack's index that are plain SQL over chunks and files (``Store`` has them)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ep_mcp.index.records import ChunkRecord, FileRecord, StoredChunk
+
+
+class StoreReads:
+    """Chunks and files read back; ``_reader`` is the calling thread's read-only connection."""
+
+    def _reader(self) -> Any:
+        raise NotImplementedError
+
+    _CHUNK_COLUMNS = (
+        "c.id, c.path, c.chunk_index, c.heading_path, c.line_start, c.line_end, c.byte_start, "
+        "c.byte_end, c.text, c.context_prefix, c.span_hash, c.section, c.tokens, "
+        "f.file_hash, f.sidecar_hash, f.content_hash, f.title, f.type, f.tags, f.doc_id, f.info"
+    )
+
+    @staticmethod
+    def _row(row: Sequence[Any]) -> StoredChunk:
+        cid, path, idx, hp, ls, le, bs, be, text, prefix, span, section, tokens = row[:13]
+        heading_path = tuple(json.loads(hp))
+        chunk = ChunkRecord(
+            path, idx, heading_path, (ls, le), (bs, be), text, prefix, span, section, tokens
+        )
+        return StoredChunk(int(cid), chunk, _file_record((path, *row[13:])))
+
+    def _batched(self, sql: str, keys: Sequence[Any]) -> Iterator[Any]:
+        """The rows of ``sql`` over ``keys``, 500 at a time into its ``{marks}`` placeholders."""
+        for start in range(0, len(keys), 500):
+            batch = tuple(keys[start : start + 500])
+            yield from self._reader().execute(sql.format(marks=",".join("?" * len(batch))), batch)
+
+    def chunks_by_ids(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
+        sql = (
+            f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
+            "WHERE c.id IN ({marks})"
+        )
+        return {sc.id: sc for sc in map(self._row, self._batched(sql, chunk_ids))}
+
+    def chunks_for_path(self, path: str) -> list[StoredChunk]:
+        sql = (
+            f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
+            "WHERE c.path = ? ORDER BY c.chunk_index"
+        )
+        return [self._row(r) for r in self._reader().execute(sql, (path,)).fetchall()]
+
+    def file_tokens(self, paths: Sequence[str]) -> dict[str, int]:
+        """Token count of each indexed file (the sum over its chunks)."""
+        sql = "SELECT path, sum(tokens) FROM chunks WHERE path IN ({marks}) GROUP BY path"
+        return {str(r[0]): int(r[1]) for r in self._batched(sql, paths)}
+
+    def paths_of(self, chunk_ids: Sequence[int]) -> dict[int, str]:
+        sql = "SELECT id, path FROM chunks WHERE id IN ({marks})"
+        return {int(r[0]): str(r[1]) for r in self._batched(sql, chunk_ids)}
+
+    def files(self) -> list[FileRecord]:
+        rows = self._reader().execute(
+            "SELECT path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id, "
+            "info FROM files ORDER BY path"
+        )
+        return [_file_record(r) for r in rows.fetchall()]
+
+
+def _file_record(r: Sequence[Any]) -> FileRecord:
+    """A ``files`` row (path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id,
+    info) as its record."""
+    tags = tuple(json.loads(r[6]))
+    return FileRecord(r[0], r[1], r[2], r[3], r[4], r[5], tags, r[7], json.loads(r[8]))

@@ -1,0 +1,170 @@
+"""Is the content of an index whole? The checks SQLite's own cannot make, and the repair.
+
+SQLite's quick check proves the b-trees sound, not the rows: a vector a byte short, or chunk
+rows deleted, pass it and then break every search or go unnoticed. So opening an index also
+counts the rows against each other and checks the size of every stored vector against the
+index's dimension — in full up to ``FULL_CHECK_MAX_ROWS`` chunks, above it on ``SAMPLE_ROWS``
+chunks and as many files, in runs from random starts (a bad row missed there is skipped at
+query time, and found then). What is found is repaired by the next build: bad or missing
+vectors are queued as pending and embedded again, files whose chunk rows are missing are
+indexed again.
+
+Measured on this machine (SQLite 3.54, warm cache, 384-dimension vectors, 2 shared cores):
+the full check costs about 8 ms of CPU at 5k chunks (a 12 MB index), the sampled one about
+9 ms at 100k chunks (245 MB) — the full check there would cost 190 ms, as ``count(*)`` and the
+sizes walk every page of the vectors table.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+FULL_CHECK_MAX_ROWS = 5_000
+SAMPLE_ROWS = 2_000
+SAMPLE_RUN = 100  # rows read from each random start
+
+Connection = Any  # an apsw.Connection
+
+
+@dataclass(frozen=True)
+class VectorCheck:
+    """What opening found: vectors of the wrong size (in the rows looked at), chunks with no
+    vector and none pending, vectors of no chunk, files missing chunk rows."""
+
+    bad: int = 0
+    missing: int = 0
+    orphans: int = 0
+    incomplete_files: int = 0
+    sampled: bool = False
+
+    def problem(self) -> str | None:
+        """One line for /health and the log, or None when the content is whole."""
+        parts = []
+        if self.bad:
+            parts.append(f"{self.bad} damaged vector(s)")
+        if self.missing:
+            parts.append(f"{self.missing} chunk(s) without a vector")
+        if self.orphans:
+            parts.append(f"{self.orphans} vector(s) of no chunk")
+        if self.incomplete_files:
+            parts.append(f"{self.incomplete_files} file(s) missing chunk rows")
+        return ", ".join(parts) or None
+
+
+def _one(conn: Connection, sql: str, args: tuple[Any, ...] = ()) -> int:
+    return int(conn.execute(sql, args).fetchall()[0][0] or 0)
+
+
+INCOMPLETE_FILES = """
+    SELECT f.path FROM files f LEFT JOIN (
+        SELECT path, count(*) AS n, max(chunk_index) AS m FROM chunks GROUP BY path
+    ) c ON c.path = f.path
+    WHERE coalesce(c.n, 0) != coalesce(json_extract(f.info, '$.chunks'), c.m + 1, 0)
+"""
+
+
+def check(conn: Connection, dimension: int | None) -> VectorCheck:
+    """The cheap open-time check (``dimension``: the index's, None for a lexical index): in
+    full up to ``FULL_CHECK_MAX_ROWS`` chunks, else on runs of rows from random starts."""
+    chunks = _one(conn, "SELECT count(*) FROM chunks")  # through an index: no table walk
+    if chunks > FULL_CHECK_MAX_ROWS:
+        return _sampled(conn, dimension)
+    incomplete = len(conn.execute(INCOMPLETE_FILES).fetchall())
+    if not dimension:
+        return VectorCheck(incomplete_files=incomplete)
+    vectors = _one(conn, "SELECT count(*) FROM vectors")
+    pending = _pending(conn, "")
+    bad = _one(conn, "SELECT count(*) FROM vectors WHERE length(vec) != ?", (4 * dimension,))
+    gap = chunks - vectors - pending
+    return VectorCheck(bad, max(gap, 0), max(-gap, 0), incomplete)
+
+
+def _pending(conn: Connection, where: str, args: tuple[Any, ...] = ()) -> int:
+    try:
+        return _one(conn, f"SELECT count(*) FROM pending_vectors {where}", args)
+    except apsw.SQLError:  # a read-only index of schema 1: nothing is pending there
+        return 0
+
+
+def _sampled(conn: Connection, dimension: int | None) -> VectorCheck:
+    """``SAMPLE_ROWS`` chunks and as many files, in runs of ``SAMPLE_RUN`` from random starts
+    (the same for the same index: a check that repeats itself)."""
+    top_chunk = _one(conn, "SELECT max(id) FROM chunks")
+    top_file = _one(conn, "SELECT max(rowid) FROM files")
+    rng = random.Random(top_chunk)
+    bad = missing = orphans = incomplete = 0
+    for _ in range(SAMPLE_ROWS // SAMPLE_RUN):
+        ids = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT id FROM chunks WHERE id >= ? ORDER BY id LIMIT ?",
+                (rng.randint(1, max(1, top_chunk)), SAMPLE_RUN),
+            )
+        ]
+        if dimension and ids:
+            span = (ids[0], ids[-1])
+            rows = conn.execute(
+                "SELECT chunk_id, length(vec) FROM vectors WHERE chunk_id BETWEEN ? AND ?", span
+            ).fetchall()
+            held = {int(cid) for cid, _ in rows}
+            bad += sum(int(n) != 4 * dimension for _, n in rows)
+            waiting = _pending(conn, "WHERE chunk_id BETWEEN ? AND ?", span)
+            missing += max(len(set(ids) - held) - waiting, 0)
+            orphans += len(held - set(ids))
+        incomplete += _incomplete_from(conn, rng.randint(1, max(1, top_file)))
+    return VectorCheck(bad, missing, orphans, incomplete, sampled=True)
+
+
+INCOMPLETE_FROM = """
+    SELECT count(*) FROM (
+        SELECT json_extract(f.info, '$.chunks') AS recorded,
+            (SELECT count(*) FROM chunks c WHERE c.path = f.path) AS n,
+            (SELECT max(chunk_index) FROM chunks c INDEXED BY sqlite_autoindex_chunks_1
+             WHERE c.path = f.path) AS last
+        FROM files f WHERE f.rowid >= ? ORDER BY f.rowid LIMIT ?
+    ) WHERE n != coalesce(recorded, last + 1, 0)
+"""
+
+
+def _incomplete_from(conn: Connection, first: int) -> int:
+    """Files missing chunk rows among ``SAMPLE_RUN`` from rowid ``first`` on."""
+    return _one(conn, INCOMPLETE_FROM, (first, SAMPLE_RUN))
+
+
+# -- the repair (inside the build's own transaction) ---------------------------------------
+
+
+def queue_damaged(conn: Connection, dimension: int, vec0: bool) -> list[int]:
+    """Drop every vector of no chunk; queue every chunk whose vector is of the wrong size or
+    missing (and not already pending) as pending, to be embedded again: their chunk ids."""
+    mirror = vec0 and bool(
+        conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchall()
+    )
+    for table in ("vectors", "pending_vectors", *(("chunks_vec",) if mirror else ())):
+        conn.execute(f"DELETE FROM {table} WHERE chunk_id NOT IN (SELECT id FROM chunks)")
+    ids = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT c.id FROM chunks c LEFT JOIN vectors v ON v.chunk_id = c.id "
+            "WHERE c.id NOT IN (SELECT chunk_id FROM pending_vectors) "
+            "AND (v.chunk_id IS NULL OR length(v.vec) != ?)",
+            (4 * int(dimension),),
+        )
+    ]
+    for cid in ids:
+        conn.execute("DELETE FROM vectors WHERE chunk_id=?", (cid,))
+        if mirror:
+            conn.execute("DELETE FROM chunks_vec WHERE chunk_id=?", (cid,))
+        conn.execute("INSERT OR IGNORE INTO pending_vectors(chunk_id) VALUES(?)", (cid,))
+    return ids
+
+
+def incomplete_files(conn: Connection) -> list[str]:
+    """Files some of whose chunk rows are gone (their lexical rows of no chunk are dropped
+    too): the build indexes them again."""
+    conn.execute("DELETE FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks)")
+    return sorted(str(r[0]) for r in conn.execute(INCOMPLETE_FILES))
