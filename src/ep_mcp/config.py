@@ -70,6 +70,7 @@ class RetrievalSettings:
     length_penalty: float = 0.15
     freshness_penalty: float = 0.0
     profile_weight: float = 0.9  # + weight x cosine(query, file title / skill description)
+    one_leg_factor: float = 0.5  # fused x this for a chunk only one leg found (1 = off)
     mmr: bool = False  # measured neutral at λ 0.95 (SciFact, golden sets); λ 0.7 costs 0.1
     mmr_lambda: float = 0.95
     max_chunks_per_file: int = 2

@@ -26,6 +26,7 @@ _UNIT_INTERVAL = (
     "lexical_coverage_floor",
     "length_penalty",
     "freshness_penalty",
+    "one_leg_factor",
 )
 _AT_LEAST_ONE = (
     "rrf_k",

@@ -4,9 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from ep_mcp.bench.query import run_beir
+from ep_mcp.config import load_settings
 from ep_mcp.errors import NotFoundError
 from ep_mcp.eval.beir import load_beir, materialise
 from ep_mcp.eval.metrics import ndcg_at, percentile, recall_at
+from ep_mcp.retrieval.confidence import HIT_FEATURES, QUERY_FEATURES, ConfidenceModel, Logistic
 
 
 def test_ndcg_is_one_for_the_ideal_ranking_and_discounts_later_hits() -> None:
@@ -53,3 +56,26 @@ def test_a_beir_folder_loads_with_only_judged_queries(tmp_path: Path) -> None:
 def test_a_missing_qrels_file_says_what_a_beir_folder_holds(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match=r"qrels/dev\.tsv"):
         load_beir(write_beir(tmp_path / "set"), "dev")
+
+
+def _coverage_model() -> ConfidenceModel:
+    """Answerable only when a lexical hit holds every query term (coverage 1 against 2/3)."""
+    hits = Logistic(HIT_FEATURES, (0.0,) * len(HIT_FEATURES), 0.0, (0.0,) * 10, (1.0,) * 10)
+    n = len(QUERY_FEATURES)
+    weights = tuple(100.0 * (name == "coverage") for name in QUERY_FEATURES)
+    answer = Logistic(QUERY_FEATURES, weights, 0.0, (0.9,) * n, (1.0,) * n)
+    return ConfidenceModel(hits, answer, "*")
+
+
+def test_the_served_figure_counts_a_query_the_floor_withholds_as_a_miss(tmp_path: Path) -> None:
+    folder = write_beir(tmp_path / "set")
+    with (folder / "queries.jsonl").open("a") as fh:
+        fh.write("\n" + json.dumps({"_id": "q2", "text": "batteries energy zeppelin"}))
+    with (folder / "qrels" / "test.tsv").open("a") as fh:
+        fh.write("q2\td/2\t1\n")
+    settings = load_settings(data={"embedding": {"provider": "hashing"}})
+    rep = run_beir(folder, settings, tmp_path / "work", confidence=_coverage_model())
+    assert rep.queries == 2 and rep.withheld == 1  # "zeppelin" is nowhere: not covered
+    assert rep.ndcg_at_10 == 1.0  # floor off, both queries find their abstract first
+    assert rep.served_ndcg_at_10 == 0.5  # as served, the withheld one scores 0
+    assert (rep.served_k, rep.k) == (10, 100)

@@ -87,6 +87,14 @@ def test_bench_beir_reports_ndcg_recall_and_latency(tmp_path: Path) -> None:
     rep = json.loads(out.output)
     assert rep["ndcg_at_10"] == 1.0 and rep["recall_at_100"] == 1.0 and rep["docs"] == 2
     assert rep["withheld"] == 0  # no confidence model fits the hashing embedder: none withheld
+    assert rep["served_ndcg_at_10"] == 1.0 and (rep["served_k"], rep["k"]) == (10, 100)
+    text = CliRunner().invoke(
+        main,
+        ["bench", "beir", str(folder), "--provider", "hashing", "--work", str(tmp_path / "work")],
+    )
+    served, floor_off = text.output.splitlines()[1:3]  # one command, both figures, served first
+    assert "served (k=10" in served and "nDCG@10 1.0000" in served
+    assert "floor off (k=100" in floor_off and "recall@100 1.0000" in floor_off
     lexical = CliRunner().invoke(
         main,
         [

@@ -35,10 +35,12 @@ DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
 # one more solar-diy test query withheld (floors lowered to about one query under); negatives
 # answered empty raised to about one negative under the measured rates; dev floors re-set about
 # half a query under the dev sets that now hold 17-20 answerable queries and 15-17 negatives.
+# Raised for home-assistant test with `one_leg_factor` 0.5 (chosen on dev; issue #18): hit@1
+# 0.786 -> 0.833, MRR 0.846 -> 0.873 measured, floors about one query under.
 TEST_MIN = {
     "anthropics-skills": "recall@1=0.77,recall@5=0.89,mrr=0.83,negatives_empty_rate=0.63",
     "blender-3d": "recall@1=0.84,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.68",
-    "home-assistant": "recall@1=0.76,recall@5=0.9,mrr=0.82,negatives_empty_rate=0.61",
+    "home-assistant": "recall@1=0.8,recall@5=0.9,mrr=0.85,negatives_empty_rate=0.61",
     "obra-superpowers": "recall@1=0.86,recall@5=0.9,mrr=0.88,negatives_empty_rate=0.63",
     "solar-diy": "recall@1=0.8,recall@5=0.9,mrr=0.84,negatives_empty_rate=0.28",
 }

@@ -15,7 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ep_mcp.config import Fusion, IndexSettings, PackSettings, RetrievalSettings, Settings
+from ep_mcp.config import (
+    Fusion,
+    IndexSettings,
+    PackSettings,
+    RetrievalSettings,
+    Settings,
+    load_settings,
+)
+from ep_mcp.errors import ConfigError
 from ep_mcp.index.embed.base import Embedder, EmbeddingSpec, Matrix
 from ep_mcp.index.embed.fake import HashingEmbedder
 from ep_mcp.index.embed.local import LocalEmbedder
@@ -175,6 +183,31 @@ def test_rrf_scores_are_one_over_rrf_k_plus_the_rank_in_each_leg(
     only_vector = next(c for c in final if c["candidate"].startswith("meaning.md"))
     assert only_vector["lexical_rank"] is None
     assert only_vector["fused"] == pytest.approx(1 / (rrf_k + 1), abs=1e-6)
+
+
+@pytest.mark.parametrize(("factor", "first"), [(1.0, "meaning.md"), (0.5, "words.md")])
+def test_a_chunk_one_leg_alone_found_needs_a_lead_past_one_leg_factor_to_come_first(
+    searcher: Callable[..., PackRuntime], factor: float, first: str
+) -> None:
+    # meaning.md is the dense leg's only match (0.6 of the fused scale, no query word in it);
+    # words.md is first lexically and in the dense pool too (cosine 0): 0.4
+    rt = searcher(
+        DISAGREE,
+        MarkerEmbedder(64),
+        text_weight=0.4,
+        vector_weight=0.6,
+        one_leg_factor=factor,
+        adaptive_threshold=False,
+    )
+    result = rt.search(SearchRequest("alpha beta gamma", k=5, explain=True))
+    assert result.hits[0].source_file == first
+    stages = [s["stage"] for s in result.explain]
+    assert ("support" in stages) == (factor < 1.0)
+
+
+def test_one_leg_factor_is_a_share_between_0_and_1() -> None:
+    with pytest.raises(ConfigError, match=r"retrieval\.one_leg_factor: must be between 0 and 1"):
+        load_settings(data={"retrieval": {"one_leg_factor": 1.5}})
 
 
 # --- intent routing: the query's shape moves the weights ---------------------------------------

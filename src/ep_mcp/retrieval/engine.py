@@ -26,7 +26,7 @@ from ep_mcp.retrieval.expand import expand_graph, expand_requires_of
 from ep_mcp.retrieval.explain import Trace
 from ep_mcp.retrieval.fallback import score_lexically
 from ep_mcp.retrieval.fusion import FUSIONS
-from ep_mcp.retrieval.hits import as_shown, candidate_of, hit_of
+from ep_mcp.retrieval.hits import as_shown, candidate_of, hit_of, no_live_files
 from ep_mcp.retrieval.intent import Intent, classify_intent
 from ep_mcp.retrieval.legs import LegChoice, Legs, run_legs
 from ep_mcp.retrieval.mmr import cap_per_file, mmr_select
@@ -34,6 +34,7 @@ from ep_mcp.retrieval.profile import apply_profile, profile_similarities
 from ep_mcp.retrieval.rerank import Reranker, rerank_or_keep
 from ep_mcp.retrieval.settings import boost_settings, fallback_weights, threshold_settings, today_of
 from ep_mcp.retrieval.source import ChunkSource, LegExecutors, LiveFiles, QueryEmbedding
+from ep_mcp.retrieval.support import penalise_one_leg
 from ep_mcp.retrieval.types import Hit, SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView
 from ep_mcp.text import name_words
@@ -112,7 +113,7 @@ def search(
 
     intent = _intent(run)
     run.legs = _legs(run, query, intent)
-    cands = _fuse(run, intent)
+    cands = _support(run, _fuse(run, intent))
     evidence = _evidence(run)
     cands = apply_filters(cands, request.type, request.tags)
     notes = [*run.legs.notes, *_pending_note(run)]
@@ -190,6 +191,15 @@ def _fuse(run: _Run, intent: Intent) -> list[Candidate]:
         cands = score_lexically(legs.terms, cands, texts, fallback_weights(s))
         cands = [dataclasses.replace(c, fused=c.score) for c in cands]
     run.trace.stage("fusion", cands, f"{s.fusion if legs.dense else 'lexical fallback'}")
+    return cands
+
+
+def _support(run: _Run, cands: list[Candidate]) -> list[Candidate]:
+    """A chunk one leg alone found cannot take rank 1 on that leg's weight (hybrid only)."""
+    factor = run.settings.one_leg_factor
+    if run.legs.dense and run.legs.lexical and factor < 1.0:
+        cands = penalise_one_leg(cands, factor)
+        run.trace.stage("support", cands, f"one leg only: fused x{factor:g}")
     return cands
 
 
@@ -346,7 +356,7 @@ def _expand_requires(run: _Run, top: list[Candidate]) -> list[Candidate]:
 def _hits(run: _Run, final: list[Candidate]) -> tuple[Hit, ...]:
     today = today_of(run.settings)
     live = run.options.live_files if run.request.reconstruct else None
-    live = live or (_no_live_files if run.request.reconstruct else None)
+    live = live or (no_live_files if run.request.reconstruct else None)
     rows, source = run.rows, run.source
     return tuple(
         hit_of(
@@ -391,7 +401,3 @@ def _not_covered(judged: Assessment, floor: float, hits: tuple[Hit, ...]) -> str
     told = f"answerable {judged.answerable:.2f} < min_answerable {floor}" if hits else "no hit"
     more = " — pass include_low_confidence to see the hits anyway" if hits else ""
     return f"the pack does not appear to cover this question ({told}){more}"
-
-
-def _no_live_files(path: str, length: int) -> tuple[bytes | None, str | None]:
-    return None, "the pack folder is not known"

@@ -110,3 +110,8 @@ def as_shown(hit: Hit) -> Hit:
     still name the whole span."""
     shown = strip_leading_noise(hit.text)
     return hit if shown == hit.text else dataclasses.replace(hit, text=shown)
+
+
+def no_live_files(path: str, length: int) -> tuple[bytes | None, str | None]:
+    """Reconstruct's reader when the pack folder is not known: every span unverifiable."""
+    return None, "the pack folder is not known"
