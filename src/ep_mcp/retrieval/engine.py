@@ -116,7 +116,7 @@ def search(
     cands = _support(run, _fuse(run, intent))
     evidence = _evidence(run)
     cands = apply_filters(cands, request.type, request.tags)
-    notes = [*run.legs.notes, *_pending_note(run)]
+    run.notes += [*run.legs.notes, *_pending_note(run)]
     cands = _threshold(run, cands, evidence)
     scale = max((c.score for c in cands), default=0.0)
     cands = _boost(run, cands, scale)
@@ -128,10 +128,9 @@ def search(
     hits = _hits(run, final)
     hits, judged = _confidence(run, final, evidence, hits)
     hits = tuple(as_shown(h) for h in hits)  # scored on the raw span; shown from its content
-    notes += run.notes
     covered = judged is None or judged.answerable >= settings.min_answerable
     if judged is not None and not covered:
-        notes.append(_not_covered(judged, settings.min_answerable, hits))
+        run.notes.append(_not_covered(judged, settings.min_answerable, hits))
         hits = hits if request.include_low_confidence else ()
 
     legs = run.legs
@@ -143,7 +142,7 @@ def search(
         hits=hits,
         intent=intent.name,
         took_ms=(time.perf_counter() - started) * 1000,
-        notes=tuple(notes),
+        notes=tuple(run.notes),
         explain=run.trace.export(final),
         answerable=judged.answerable if judged is not None else None,
         covered=covered,
@@ -300,13 +299,11 @@ def _profile(
 
 
 def _rerank(run: _Run, cands: list[Candidate]) -> list[Candidate]:
-    reranker, options, rows = run.options.reranker, run.options, run.rows
+    reranker, o, rows = run.options.reranker, run.options, run.rows
     if reranker is None or not cands or not run.request.rerank:  # off, or off for this query
         return cands
-    pool, text_of = options.rerank_pool, lambda c: rows[c.chunk_id].chunk.text
-    cands, failed = rerank_or_keep(
-        run.request.query, cands, text_of, reranker, pool, options.rerank_max_chars
-    )
+    pool, cut, text_of = o.rerank_pool, o.rerank_max_chars, lambda c: rows[c.chunk_id].chunk.text
+    cands, failed = rerank_or_keep(run.request.query, cands, text_of, reranker, pool, cut)
     run.notes += [failed] if failed else []
     run.trace.stage("rerank", cands, failed or f"{reranker.name} over the top {pool}")
     return cands
