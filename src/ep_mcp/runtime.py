@@ -300,8 +300,6 @@ class PackRuntime:
 
     def close(self) -> None:
         self.store.close()
-        if self.reranker is not None:
-            self.reranker.close()
         if self._own_executors is not None:
             self._own_executors.close()
 

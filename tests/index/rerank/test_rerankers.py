@@ -151,7 +151,6 @@ def test_scores_are_cached_per_query_and_passage(server: FakeRerankServer) -> No
     assert server.seen[1][2]["texts"] == ["lava"]
     guard.score("another query", PASSAGES[:1])
     assert len(server.seen) == 3
-    guard.close()
 
 
 def test_a_hanging_reranker_costs_at_most_its_budget(server: FakeRerankServer) -> None:
@@ -161,7 +160,6 @@ def test_a_hanging_reranker_costs_at_most_its_budget(server: FakeRerankServer) -
     with pytest.raises(RerankError, match=r"took longer than its 200 ms budget"):
         guard.score(QUERY, PASSAGES)
     server.release.set()
-    guard.close()
 
 
 def test_every_failure_of_the_inner_reranker_is_one_rerank_error() -> None:

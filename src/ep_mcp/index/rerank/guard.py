@@ -40,7 +40,6 @@ class GuardedReranker:
         self._cache: OrderedDict[tuple[bytes, bytes], float] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="ep-mcp-rerank")
 
     @property
     def name(self) -> str:
@@ -70,14 +69,28 @@ class GuardedReranker:
         self._remember(keys, scores)
         return scores
 
+    def _answer(
+        self,
+        call: concurrent.futures.Future[list[float]],
+        query: str,
+        passages: list[str],
+        keys: list[tuple[bytes, bytes]],
+    ) -> None:
+        """On its own (daemon) thread: a call past the budget is left to finish (and cache)
+        while the query goes on; the inner reranker's own timeout bounds it."""
+        try:
+            call.set_result(self._run(query, passages, keys))
+        except BaseException as exc:  # handed to the waiting query, which judges it
+            call.set_exception(exc)
+
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         keys = [_key(query, p) for p in passages]
         known = self._cached(keys)
         todo = [i for i in range(len(passages)) if i not in known]
         if todo:
-            call = self._pool.submit(
-                self._run, query, [passages[i] for i in todo], [keys[i] for i in todo]
-            )
+            call: concurrent.futures.Future[list[float]] = concurrent.futures.Future()
+            args = (query, [passages[i] for i in todo], [keys[i] for i in todo])
+            threading.Thread(target=self._answer, args=(call, *args), daemon=True).start()
             try:
                 fresh = call.result(timeout=self.budget_s)
             except concurrent.futures.TimeoutError:
@@ -98,6 +111,3 @@ class GuardedReranker:
         """Forget every cached score (benchmarks measure the reranker itself)."""
         with self._lock:
             self._cache.clear()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
