@@ -54,9 +54,12 @@ def _nginx() -> str | None:
     )
 
 
-pytestmark = pytest.mark.skipif(
-    _nginx() is None, reason="nginx is not installed (apt-get install nginx; .ci/run does)"
-)
+pytestmark = [
+    pytest.mark.replicas,  # not in the default run: `pytest -m replicas` (.ci/run runs it)
+    pytest.mark.skipif(
+        _nginx() is None, reason="nginx is not installed (apt-get install nginx; .ci/run does)"
+    ),
+]
 
 
 def _free_ports(n: int) -> list[int]:
