@@ -103,6 +103,25 @@ def shared_pack(name: str) -> Path:
     return shared_path("packs", name)
 
 
+@pytest.fixture(scope="session")
+def compiled_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the local model's optimised graph, built once per test run. A test that
+    is not about the compile copies it into its home (`seed_compiled_model`) and skips it."""
+    from ep_mcp.index.embed.base import EmbeddingSpec
+    from ep_mcp.index.embed.local import LocalEmbedder
+
+    folder = tmp_path_factory.mktemp("compiled-model")
+    LocalEmbedder(EmbeddingSpec(cache_dir=folder)).embed_query("warm up")
+    return folder
+
+
+def seed_compiled_model(home: Path, compiled: Path) -> None:
+    """Put the run's compiled model where ``home``'s local embedder looks for it."""
+    import shutil
+
+    shutil.copytree(compiled, home / "models", dirs_exist_ok=True)
+
+
 @pytest.fixture
 def make_pack(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
     """Write {relative path: text} into a fresh folder and return it."""
