@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import time
@@ -19,6 +20,53 @@ SHARED = Path(os.environ.get(SHARED_ENV) or REPO.parent / "shared")
 PACKS = SHARED / "packs"
 SKILLS = SHARED / "skills"
 EXAMPLE_PACK = REPO / "src" / "ep_mcp" / "example_pack"
+
+
+def _shared_snapshot() -> dict[str, str]:
+    """Every entry under the shared folder: a link's target, a file's mtime and SHA-256."""
+    snapshot: dict[str, str] = {}
+    if not SHARED.is_dir():
+        return snapshot
+    for path in sorted(SHARED.rglob("*")):
+        rel = path.relative_to(SHARED).as_posix()
+        if path.is_symlink():
+            snapshot[rel] = f"link {os.readlink(path)}"
+        elif path.is_dir():
+            snapshot[rel] = "folder"
+        elif path.is_file():
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            snapshot[rel] = f"file {path.stat().st_mtime_ns} {digest}"
+        else:
+            snapshot[rel] = "other"
+    return snapshot
+
+
+_SHARED_BEFORE = pytest.StashKey[dict[str, str]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_SHARED_BEFORE] = _shared_snapshot()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run fails if anything under the shared folder appeared, changed or went away:
+    tests copy the shared packs first (or open them read-only), never write into them."""
+    before = session.config.stash.get(_SHARED_BEFORE, None)
+    if before is None:
+        return
+    after = _shared_snapshot()
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if not changed:
+        return
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(
+            f"FAILED: the tests wrote into {SHARED} ({len(changed)} path(s) changed: "
+            f"{', '.join(changed[:5])}) — copy a shared pack before writing to it",
+            red=True,
+        )
 
 
 def shared_path(*parts: str) -> Path:
@@ -53,6 +101,25 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path, timeout_s:
 
 def shared_pack(name: str) -> Path:
     return shared_path("packs", name)
+
+
+@pytest.fixture(scope="session")
+def compiled_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the local model's optimised graph, built once per test run. A test that
+    is not about the compile copies it into its home (`seed_compiled_model`) and skips it."""
+    from ep_mcp.index.embed.base import EmbeddingSpec
+    from ep_mcp.index.embed.local import LocalEmbedder
+
+    folder = tmp_path_factory.mktemp("compiled-model")
+    LocalEmbedder(EmbeddingSpec(cache_dir=folder)).embed_query("warm up")
+    return folder
+
+
+def seed_compiled_model(home: Path, compiled: Path) -> None:
+    """Put the run's compiled model where ``home``'s local embedder looks for it."""
+    import shutil
+
+    shutil.copytree(compiled, home / "models", dirs_exist_ok=True)
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from click.testing import CliRunner
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import EXAMPLE_PACK
+from conftest import EXAMPLE_PACK, seed_compiled_model
 from ep_mcp.cli import main
 from ep_mcp.config import RetrievalSettings
 
@@ -40,12 +40,15 @@ HINT = "pass include_low_confidence to see the hits anyway"
 
 
 @pytest.fixture(scope="module")
-def docs_pack(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+def docs_pack(
+    tmp_path_factory: pytest.TempPathFactory, compiled_model: Path
+) -> tuple[Path, dict[str, str]]:
     """A copy of the example pack indexed with the local model, and the environment (its home,
-    where the compiled model is cached) that every door below shares."""
+    where the run's compiled model is copied) that every door below shares."""
     root = tmp_path_factory.mktemp("not-covered")
     pack = root / "ep-mcp-docs"
     shutil.copytree(EXAMPLE_PACK, pack)
+    seed_compiled_model(root / "home", compiled_model)
     env = {**os.environ, "EP_MCP_HOME": str(root / "home")}
     subprocess.run([*CLI, "index", str(pack)], env=env, check=True, capture_output=True)
     return pack, env

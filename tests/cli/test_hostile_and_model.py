@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from conftest import seed_compiled_model
+
 from .conftest import as_json
 
 Ep = Callable[..., Result]
@@ -71,8 +73,9 @@ def test_validate_lists_each_bad_file_and_exits_1(ep: Ep, hostile: Path) -> None
 
 
 def test_the_local_model_finds_the_right_file_for_a_natural_language_question(
-    ep: Ep, make_pack: Callable[..., Path]
+    ep: Ep, make_pack: Callable[..., Path], compiled_model: Path
 ) -> None:
+    seed_compiled_model(Path(os.environ["EP_MCP_HOME"]), compiled_model)  # not about the compile
     pack = make_pack(
         {
             "kettle.md": "# Descaling a kettle\n\nBoil a mix of water and white vinegar, "

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -92,23 +93,58 @@ def test_the_systemd_unit_runs_as_a_user_with_hardening() -> None:
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze absent")
 def test_systemd_analyze_verify_accepts_the_unit(tmp_path: Path) -> None:
-    import sys
+    assert systemd_verify_problems(_unit_here(tmp_path)) == []
 
+
+def _unit_here(folder: Path, line: str = "", instead: str = "") -> Path:
+    """The unit, run by this environment's ep-mcp (and ``line`` replaced by ``instead``)."""
     unit = (DEPLOY / "systemd" / "ep-mcp.service").read_text()
     exe = Path(sys.executable).parent / "ep-mcp"
-    (tmp_path / "ep-mcp.service").write_text(unit.replace("/opt/ep-mcp/venv/bin/ep-mcp", str(exe)))
+    if line:
+        assert line in unit.splitlines()
+        unit = unit.replace(line, instead)
+    path = folder / "ep-mcp.service"
+    path.write_text(unit.replace("/opt/ep-mcp/venv/bin/ep-mcp", str(exe)))
+    return path
+
+
+def systemd_verify_problems(path: Path) -> list[str]:
+    """What ``systemd-analyze verify`` says is wrong with the unit file at ``path``.
+
+    A line ``PATH:LINE: …`` is about the file's own text (a bad value, an unknown key or
+    section): always a problem, though systemd "ignores" it and exits 0. A line
+    ``ep-mcp.service: …`` is about the unit on this machine: a problem unless it is the
+    environment's ("Failed to …": no systemd as PID 1, no cgroups or namespaces in a container).
+    """
     done = subprocess.run(
-        ["systemd-analyze", "verify", "--man=no", str(tmp_path / "ep-mcp.service")],
+        ["systemd-analyze", "verify", "--man=no", str(path)],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    problems = [
+    own_text = re.compile(rf"{re.escape(str(path))}:\d+: ")
+    about_unit = re.compile(rf"(^|\s){re.escape(path.name)}: ")
+    return [
         line
         for line in (done.stderr + done.stdout).splitlines()
-        if "ep-mcp.service" in line and "Failed to" not in line  # no systemd as PID 1 here
+        if own_text.match(line) or (about_unit.search(line) and "Failed to" not in line)
     ]
-    assert done.returncode == 0 or not problems, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze absent")
+@pytest.mark.parametrize(
+    ("line", "bad"),
+    [
+        ("Restart=on-failure", "Restart=sometimes"),
+        ("TimeoutStopSec=20", "TimeoutStopSec=twenty"),
+        ("ProtectSystem=strict", "ProtectSytem=strict"),
+    ],
+)
+def test_systemd_analyze_verify_catches_a_bad_value(tmp_path: Path, line: str, bad: str) -> None:
+    path = _unit_here(tmp_path, line, bad)
+    lineno = (DEPLOY / "systemd" / "ep-mcp.service").read_text().splitlines().index(line) + 1
+    (problem,) = systemd_verify_problems(path)
+    assert problem.startswith(f"{path}:{lineno}: "), problem
 
 
 @pytest.mark.skipif(

@@ -57,7 +57,7 @@ def test_gh_results_name_the_repository_and_the_tap_command(
         ('echo "HTTP 502: Bad Gateway" >&2\nexit 1\n', "retry"),
         ('echo "this is not json"\n', "not the expected JSON"),
         ("echo '{\"unexpected\": true}'\n", "not the expected JSON"),
-        ("exec sleep 5\n", "longer than"),
+        ("exec sleep 60\n", "longer than"),
     ],
 )
 def test_every_gh_failure_is_an_actionable_error(
@@ -68,7 +68,10 @@ def test_every_gh_failure_is_an_actionable_error(
     tmp_path: Path,
 ) -> None:
     folder = fake_bin("gh", script) if script is not None else tmp_path / "no-gh"
-    hub = make_hub(env=env_with_path(folder), discover_timeout_s=0.5)
+    # only the sleeping gh meets the short timeout: a slow start of the others on a busy
+    # machine must not turn their own error into a timeout
+    timeout_s = 0.5 if "sleep" in (script or "") else 30.0
+    hub = make_hub(env=env_with_path(folder), discover_timeout_s=timeout_s)
     with pytest.raises(DiscoveryError, match=hint) as info:
         call_tool(ToolContext(library=None, hub=hub), "skill_discover_github", {"query": "pdf"})
     assert isinstance(info.value, EpMcpError)

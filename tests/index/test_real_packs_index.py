@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,11 +26,35 @@ TARGETS = [
 ]
 
 
+@pytest.fixture
+def read_only_copy(tmp_path: Path) -> Iterator[Callable[[Path], Path]]:
+    """copy(folder) → a copy of it with no write bit anywhere, as ../shared is meant to be.
+    The shared folder itself is never indexed in place: where it happens to be writable the
+    index would land inside it (``.ep-mcp/``)."""
+    copies: list[Path] = []
+
+    def copy(folder: Path) -> Path:
+        root = tmp_path / folder.name
+        shutil.copytree(folder, root, symlinks=True)
+        for path in sorted(root.rglob("*"), reverse=True):
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode & ~0o222)
+        root.chmod(root.stat().st_mode & ~0o222)
+        copies.append(root)
+        return root
+
+    yield copy
+    for root in copies:  # writable again, so the temp folder can be removed
+        for path in [root, *root.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o200)
+
+
 @pytest.mark.parametrize(("group", "name"), TARGETS, ids=[n for _, n in TARGETS])
 def test_a_shared_folder_indexes_into_the_user_data_dir_with_clean_hits(
-    group: str, name: str
+    group: str, name: str, read_only_copy: Callable[[Path], Path]
 ) -> None:
-    root = shared_path(group, name)
+    root = read_only_copy(shared_path(group, name))
     result = CliRunner().invoke(main, ["index", str(root), "--provider", "hashing", "--json"])
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)

@@ -131,10 +131,10 @@ def test_documents_with_too_many_nodes_are_rejected_early() -> None:
 
 
 def _frontmatters() -> list[str]:
-    from pathlib import Path
+    from conftest import PACKS  # ../shared/packs, or EP_MCP_SHARED's (read only)
 
     texts = []
-    for root in sorted(Path("/work/shared/packs").glob("*")):
+    for root in sorted(PACKS.glob("*")):
         for md in sorted(root.rglob("*.md")):
             text = md.read_text(encoding="utf-8", errors="replace")
             if text.startswith("---\n") and "\n---" in text[4:]:

@@ -72,13 +72,20 @@ def _assert_json_like(value: Any) -> None:
     json.dumps(value)
 
 
+# CPU-seconds of this thread, not the wall clock: the bounds hold beside a CPU hog. The guarded
+# work costs at most ~0.8 s on a loaded 2-core machine (the deep frontmatter case; the rest
+# ≤ 0.2 s); each input costs several times CPU_BOUND_S without its guard (measured: 6.7 s for
+# the frontmatter node limit, 7 s for the number length limit).
+CPU_BOUND_S = 1.5
+
+
 def _time(text: str, **limits: Any) -> tuple[float, Any]:
-    start = time.perf_counter()
+    start = time.thread_time()
     try:
         value: Any = load_yaml(text, **limits)
     except YamlError as exc:
         value = exc
-    return time.perf_counter() - start, value
+    return time.thread_time() - start, value
 
 
 # Exceptions other than YamlError escaped load_yaml (and load_pack) before the fix.
@@ -136,7 +143,7 @@ def test_a_bad_escape_in_frontmatter_is_a_problem_not_an_exception() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "a: 1" + ":0" * 130_000,  # sexagesimal 60**130000: quadratic, 1.7 s (26 s for 1 MB)
+        "a: 1" + ":0" * 250_000,  # sexagesimal 60**250000: quadratic, 7 s CPU (26 s for 1 MB)
         "a: 1" + ":0" * 130_000 + ".5",  # OverflowError
         "a: 0x" + "f" * 500_000,  # fast to convert, but str() of it raises ValueError
         "a: " + "1" * 5000,  # int() refuses past 4300 digits
@@ -144,8 +151,8 @@ def test_a_bad_escape_in_frontmatter_is_a_problem_not_an_exception() -> None:
     ],
 )
 def test_huge_numbers_stay_strings_quickly(text: str) -> None:
-    took, value = _time(text)
-    assert took < 1.0
+    cpu_s, value = _time(text)
+    assert cpu_s < CPU_BOUND_S
     _assert_json_like(value)
     assert all(isinstance(k, str) for k in value)
 
@@ -210,9 +217,9 @@ def test_merge_keys_cannot_expand_past_the_node_limit() -> None:
     text = base + "".join(
         f"a{i}: &a{i} {{<<: [*a{i - 1}, *a{i - 1}], x{i}: 1}}\n" for i in range(1, 12)
     )
-    took, value = _time(text)
+    cpu_s, value = _time(text)
     assert isinstance(value, YamlLimitError) and "expand" in str(value)
-    assert took < 1.0
+    assert cpu_s < CPU_BOUND_S
 
 
 @pytest.mark.parametrize(
@@ -229,9 +236,9 @@ def test_merge_keys_cannot_expand_past_the_node_limit() -> None:
     ],
 )
 def test_streams_directives_and_tags_are_refused(text: str, match: str) -> None:
-    took, value = _time(text, max_bytes=2_000_000)
+    cpu_s, value = _time(text, max_bytes=2_000_000)
     assert isinstance(value, YamlError) and match in str(value)
-    assert took < 1.0
+    assert cpu_s < CPU_BOUND_S
 
 
 @pytest.mark.parametrize(
@@ -251,9 +258,9 @@ def test_streams_directives_and_tags_are_refused(text: str, match: str) -> None:
     ],
 )
 def test_deep_nesting_of_every_kind_is_refused_quickly(text: str) -> None:
-    took, value = _time(text, max_bytes=2_000_000)
+    cpu_s, value = _time(text, max_bytes=2_000_000)
     assert isinstance(value, YamlError), value
-    assert took < 1.0
+    assert cpu_s < CPU_BOUND_S
 
 
 @pytest.mark.parametrize(
@@ -268,8 +275,8 @@ def test_deep_nesting_of_every_kind_is_refused_quickly(text: str) -> None:
 )
 def test_frontmatter_sized_attacks_are_bounded_in_time(text: str) -> None:
     limits = {"max_bytes": FRONTMATTER_MAX_BYTES, "max_nodes": FRONTMATTER_MAX_NODES}
-    took, value = _time(text, **limits)
-    assert took < 1.0
+    cpu_s, value = _time(text, **limits)
+    assert cpu_s < CPU_BOUND_S
     if not isinstance(value, YamlError):
         _assert_json_like(value)
 

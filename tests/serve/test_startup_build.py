@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -19,7 +18,7 @@ from mcp import Client
 
 from ep_mcp.errors import IndexDamagedError
 from ep_mcp.runtime import Library, PackRuntime
-from ep_mcp.serve import mcp_server, startup
+from ep_mcp.serve import mcp_server, search_api, startup
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.http_app import create_app
@@ -81,7 +80,15 @@ def test_a_search_waiting_for_the_build_does_not_stall_health(
     monkeypatch.setattr(mcp_server, "READY_WAIT_S", 3.0)
     library, serve = _later(settings_for(fresh_packs))
     assert serve.inline  # hashing: tool calls run on the event loop itself
-    seen: dict[str, Any] = {}
+    seen: dict[str, Any] = {"done": []}
+    waiting = threading.Event()  # set once the search waits for the build
+    real_until_ready = search_api.until_ready
+
+    async def until_ready(*args: Any, **kwargs: Any) -> None:
+        waiting.set()
+        await real_until_ready(*args, **kwargs)
+
+    monkeypatch.setattr(search_api, "until_ready", until_ready)
     with building(library, held):
 
         async def go() -> None:
@@ -90,20 +97,23 @@ def test_a_search_waiting_for_the_build_does_not_stall_health(
                 async def search() -> None:
                     r = await c.get("/search", params={"q": "compost", "pack": "beta"})
                     seen["search"] = r.status_code, r.json()
+                    seen["done"].append("search")
 
                 async def health() -> None:
-                    await anyio.sleep(0.2)  # the search is waiting by now
-                    started = time.perf_counter()
+                    with anyio.fail_after(30):  # bounds a hang only
+                        while not waiting.is_set():
+                            await anyio.sleep(0.01)
                     r = await c.get("/health")
-                    seen["health_s"] = time.perf_counter() - started
                     seen["phase"] = r.json()["index"]["phase"]
+                    seen["done"].append("health")
 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(search)
                     tg.start_soon(health)
 
         anyio.run(go)
-        assert seen["health_s"] < 1.0 and seen["phase"] == "indexing"
+        # order, not the wall clock: /health answered while the search was still waiting
+        assert seen["done"] == ["health", "search"] and seen["phase"] == "indexing"
         status, body = seen["search"]
         assert status == 503 and "still being indexed" in body["error"]["message"]
 
@@ -311,20 +321,27 @@ def test_a_call_waiting_for_the_build_is_told_at_once_when_the_server_stops(
     from ep_mcp.errors import BuildingError
 
     library, _ = _later(settings_for(fresh_packs))
+    told: list[float] = []  # the waited seconds it was told at: one per READY_TELL_S of polls
+
+    async def tell(waited: float, message: str) -> None:
+        told.append(waited)
 
     async def go() -> None:
         async def stop_soon() -> None:
             await anyio.sleep(0.3)
             library.readiness.stopping.set()
 
-        with anyio.fail_after(5):  # not the 30 s a waiting call is otherwise given
+        with anyio.fail_after(120):  # bounds a hang only
             async with anyio.create_task_group() as tg:
                 tg.start_soon(stop_soon)
                 with pytest.raises(BuildingError, match="the server is stopping"):
-                    await mcp_server.until_ready(library, "call ep_search")
+                    await mcp_server.until_ready(library, "call ep_search", tell)
 
     with building(library, held):
         anyio.run(go)
+    # counted in polls, not the wall clock: told once, at the start — not the 30 s of polls a
+    # waiting call is otherwise given (a busy machine only makes the polls fewer)
+    assert told == [0.0]
 
 
 def test_the_http_server_tells_the_build_when_a_stop_signal_arrives() -> None:

@@ -17,7 +17,7 @@ from ep_mcp.runtime import PackRuntime
 from ep_mcp.serve.watch import PackWatcher
 
 
-def wait_for(check: Callable[[], bool], timeout: float = 20.0) -> bool:
+def wait_for(check: Callable[[], bool], timeout: float = 60.0) -> bool:  # bounds a hang only
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

@@ -30,6 +30,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     PLAYWRIGHT = False
 
 pytestmark = [
+    pytest.mark.browser,  # not in the default run: `pytest -m browser` (.ci/run runs it)
     pytest.mark.skipif(
         not PLAYWRIGHT, reason="playwright is not installed (pip install -e .[dev])"
     ),
