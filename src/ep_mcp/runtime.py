@@ -19,6 +19,7 @@ from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import BuildingError, EpMcpError, IndexDamagedError, NotFoundError
 from ep_mcp.index import integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
+from ep_mcp.index.buildlock import embedding_lock
 from ep_mcp.index.buildstate import BuildState, building_note
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.breaker import interactive, is_bounded
@@ -211,10 +212,16 @@ class PackRuntime:
         )
 
     def backfill(self) -> BuildReport | None:
-        """Embed the chunks an earlier build left pending (files unchanged); None if none wait."""
+        """Embed the chunks an earlier build left pending (files unchanged); None if none wait,
+        or if another process is embedding this index now (`embedding_lock`): its vectors
+        are read from the shared file once it commits, none are computed twice."""
         if self.config.read_only or self.embedder is None or not self.store.pending_count():
             return None
-        with self._lock:
+        with self._lock, embedding_lock(self.store.path) as mine:
+            if not mine:
+                self.building.elsewhere = True
+                return None
+            self.building.elsewhere = False
             with self.building.running():
                 report = self._update(self.pack, None)
             self._profiles = None

@@ -9,15 +9,27 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
+from ep_mcp.config import PackSettings, Settings
+from ep_mcp.index import builder
 from ep_mcp.index.buildlock import exclusive
-from ep_mcp.index.embed import compiled
+from ep_mcp.index.embed import HashingEmbedder, Matrix, compiled
+from ep_mcp.runtime import Library
+from ep_mcp.serve import startup
+from ep_mcp.serve.app import open_context
+from ep_mcp.serve.auth import KeyRing
+from ep_mcp.serve.backfill import Backfill
+from ep_mcp.serve.http_app import create_app
+from ep_mcp.serve.mcp_server import ServeContext
 
 CLI = [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
 
@@ -93,3 +105,98 @@ def test_a_failed_compile_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder", encoding="utf-8")
     with pytest.raises(Exception, match="the model compile failed"):
         compiled.compile_behind(tmp_path / "file" / "models")
+
+
+class HeldEmbedder(HashingEmbedder):
+    """The hashing fake; once ``hold_at`` batches are embedded it says so (``reached``) and
+    waits for ``gate`` before the next. Counts its batches."""
+
+    def __init__(self, hold_at: int | None = None) -> None:
+        super().__init__(64)
+        self.hold_at = hold_at
+        self.batches = 0
+        self.reached, self.gate = threading.Event(), threading.Event()
+
+    @property
+    def query_cost(self) -> str:
+        return "compute"  # words first, as with a model
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        if self.batches == self.hold_at:
+            self.reached.set()
+            assert self.gate.wait(60), "the test never let the embedding go on"
+        self.batches += 1
+        return super().embed_documents(texts)
+
+
+def _words_first(settings: Settings, embedder: HeldEmbedder) -> Library:
+    return startup.open_packs(settings, embedder, build=True, lexical_first=True)
+
+
+def _health(serve: ServeContext) -> dict[str, Any]:
+    app = create_app(serve, serve.library.settings.server, KeyRing.build({}, {}, ()))
+
+    async def get() -> dict[str, Any]:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            return (await c.get("/health")).json()  # type: ignore[no-any-return]
+
+    return anyio.run(get)
+
+
+@pytest.fixture
+def one_pack(make_pack: Any, tmp_path: Path) -> Settings:
+    root = make_pack({f"n{i}.md": f"# Note {i}\n\nCompost pile number {i}.\n" for i in range(8)})
+    return Settings(packs=(PackSettings(path=root),), home=tmp_path / "home")
+
+
+def test_health_counts_the_embedded_chunks_as_they_are_stored(
+    one_pack: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(builder, "CACHE_FLUSH", 2)  # 8 chunks: 4 batches
+    embedder = HeldEmbedder(hold_at=2)
+    serve, _ = open_context(one_pack, library=_words_first(one_pack, embedder))
+    try:
+        rt = serve.library.get()
+        assert _health(serve)["index"]["embedded"] == 0
+        run = startup.in_background(rt.backfill, "test-backfill")
+        assert embedder.reached.wait(60)  # two batches (4 chunks) stored, the third held
+        index = _health(serve)["index"]
+        assert index["phase"] == "embedding"
+        assert (index["embedded"], index["pending"], index["chunks"]) == (4, 4, 8)
+        state = rt.build_state()
+        assert state["progress"]["eta_s"] is None  # two batches: too few for a time left
+        embedder.gate.set()
+        run.result(timeout=60)
+        assert _health(serve)["index"]["embedded"] == 8
+    finally:
+        embedder.gate.set()
+        serve.library.close()
+
+
+def test_a_second_server_on_the_same_pack_does_not_embed_it_again(
+    one_pack: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two servers (two libraries here: the lock is per open file, so one process shows it)
+    on one index: while the first embeds, the second's backfill skips, says so, computes no
+    vector, and serves the first one's vectors once they are committed."""
+    monkeypatch.setattr(builder, "CACHE_FLUSH", 2)
+    first_embedder, second_embedder = HeldEmbedder(hold_at=1), HeldEmbedder()
+    first = _words_first(one_pack, first_embedder)
+    second = _words_first(one_pack, second_embedder)
+    try:
+        run = startup.in_background(first.get().backfill, "test-backfill")
+        assert first_embedder.reached.wait(60)
+        assert Backfill(second, interval_s=30.0).run_once() == 0
+        assert second_embedder.batches == 0
+        assert second.get().build_state().get("embedding_elsewhere") is True
+        first_embedder.gate.set()
+        run.result(timeout=60)
+        state = second.get().build_state()
+        assert state["phase"] == "ready" and state["embedded"] == 8
+        assert Backfill(second, interval_s=30.0).run_once() == 0
+        assert second_embedder.batches == 0
+    finally:
+        first_embedder.gate.set()
+        first.close()
+        second.close()

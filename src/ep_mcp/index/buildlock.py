@@ -65,3 +65,9 @@ def try_exclusive(path: Path) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)
+
+
+def embedding_lock(index: Path) -> contextlib.AbstractContextManager[bool]:
+    """The lock of one embedding run on the index at ``index``, if no other process holds it:
+    a second server on the same pack does not embed it again (see `try_exclusive`)."""
+    return try_exclusive(lock_path(index))

@@ -7,7 +7,9 @@ lexically and marks the chunks without a vector pending. While serving, this dae
 runs once at start, then looks every
 ``interval_s`` for packs with pending chunks and, unless the provider's circuit is open, brings
 their vectors in (``PackRuntime.backfill``). When the cool-down ends the backfill may be the
-probe that closes the circuit again, so recovery needs no query.
+probe that closes the circuit again, so recovery needs no query. Only one process embeds an
+index at a time (a lock beside it: `index.buildlock`): a second server on the same pack skips
+the run and reads the first one's vectors from the shared index once they are committed.
 """
 
 from __future__ import annotations
@@ -67,11 +69,18 @@ class Backfill:
             before = rt.store.pending_count()
             if not before:
                 continue
+            told = rt.building.elsewhere
             try:
                 report = rt.backfill()
             except EpMcpError as exc:
                 logger.warning("pack %s: embedding backfill failed (%s)", rt.slug, exc)
                 continue
+            if rt.building.elsewhere and not told:
+                logging.getLogger("ep_mcp.progress").info(
+                    "pack %s: another ep-mcp process is embedding this index — its vectors "
+                    "are served here once it has stored them",
+                    rt.slug,
+                )
             if report is not None:
                 done = before - report.pending
                 filled += done

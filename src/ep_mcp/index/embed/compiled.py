@@ -3,7 +3,7 @@
 `optimize.py` rewrites the packaged graph once per models folder: a few CPU seconds of
 protobuf work (it holds the GIL) and two onnxruntime sessions for the probe. Done inside the
 server it competes with the MCP handshake and the words-first build for the GIL and the
-cores — on a busy 2-core machine the handshake then took 12–23 s. A server (``behind``)
+cores — on a busy 2-core machine the handshake then took 12 to 23 s. A server (``behind``)
 therefore compiles in a child process, ``python -m ep_mcp.index.embed.compiled FOLDER``, that
 sets itself to nice 19 before it imports anything heavy: every thread it starts afterwards —
 onnxruntime's included — inherits that niceness (on Linux niceness is per thread and
