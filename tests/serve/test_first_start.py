@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
+from conftest import wait_healthy
 from ep_mcp.config import PackSettings, Settings
 from ep_mcp.index import builder
 from ep_mcp.index.buildlock import exclusive
@@ -200,3 +202,36 @@ def test_a_second_server_on_the_same_pack_does_not_embed_it_again(
         first_embedder.gate.set()
         first.close()
         second.close()
+
+
+def test_the_quick_start_serves_the_example_pack_before_the_model_is_compiled(
+    tmp_path: Path,
+) -> None:
+    """`ep-mcp serve --transport http` with no pack (the README's quick start), on a home
+    with no compiled model and the compile held: it listens and answers /search by words —
+    it neither builds the whole index nor waits for the model first."""
+    home = tmp_path / "home"
+    models = home / "models"
+    models.mkdir(parents=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    log = tmp_path / "server.log"
+    base = f"http://127.0.0.1:{port}"
+    with exclusive(models / compiled.LOCK_NAME), log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*CLI, "serve", "--transport", "http", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "EP_MCP_HOME": str(home)},
+        )
+        try:
+            wait_healthy(base, proc, log, 120)
+            found = httpx2.get(f"{base}/search", params={"q": "install"}, timeout=60).json()
+            compiled_now = sorted(p.name for p in models.glob("*.onnx"))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert compiled_now == [], "the quick start waited for the model compile"
+    assert found["mode"] == "lexical" and found["results"], found
+    assert "Started parent process" not in log.read_text()  # one process, no worker pool
