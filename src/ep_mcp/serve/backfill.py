@@ -40,9 +40,12 @@ class Backfill:
         self._thread.start()
 
     def stop(self) -> None:
+        from ep_mcp.index.embed.compiled import stop_children
+
         self._stop.set()
         for rt in self.library:  # an embedding run in progress stops at its next batch
             rt.building.cancel()
+        stop_children()  # a run still waiting for the model compile stops now
         if self._thread is not None:
             self._thread.join(timeout=5)
 

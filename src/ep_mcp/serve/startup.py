@@ -26,8 +26,12 @@ T = TypeVar("T")
 
 def warm_up(embedder: Embedder) -> None:
     """Load the query model now, so the first client does not wait for it."""
+    from ep_mcp.index.buildstate import BuildCancelled
+
     try:
         embedder.embed_query("warm up")
+    except BuildCancelled:  # the server stopped before its model was compiled
+        return
     except EpMcpError as exc:  # a dead provider degrades queries to lexical; say so once
         logger.warning("query embedding is unavailable (%s) — queries will be lexical", exc)
 
@@ -36,10 +40,12 @@ def warming(settings: Settings, *, behind: bool = True) -> Embedder | None:
     """The configured embedder, its model loading on a daemon thread; ``behind``: a local
     model not compiled yet is compiled by a low-priority child process meanwhile (the words
     are served first: `index.embed.compiled`)."""
+    from ep_mcp.index.embed import compiled
     from ep_mcp.index.embed.factory import make_embedder
 
     embedder = make_embedder(settings)
     if behind:
+        compiled.resume()
         compile_behind(embedder)
     if embedder is not None:
         threading.Thread(

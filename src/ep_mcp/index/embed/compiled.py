@@ -28,12 +28,15 @@ from pathlib import Path
 from typing import NoReturn
 
 from ep_mcp.errors import EmbeddingError
+from ep_mcp.index.buildstate import BuildCancelled
 
 NICE = 19
 LOCK_NAME = ".compile.lock"
+POLL_S = 0.25  # how often a waiter looks whether the server is stopping
 
 _children: set[subprocess.Popen[bytes]] = set()
-_exiting = threading.Event()
+_stopping = threading.Event()  # set by `stop_children`: no new compile until `resume`
+_lock = threading.Lock()
 
 
 def optimiser_available() -> bool:
@@ -59,33 +62,53 @@ def is_built(cache_dir: Path) -> bool:
 
 def compile_behind(cache_dir: Path) -> None:
     """Build the optimised graph into ``cache_dir`` in a nice-19 child and wait for it; raise
-    EmbeddingError (the child's reason) when it could not. The child's stdin and stdout are
-    closed: a stdio server's channel is never touched."""
+    EmbeddingError (the child's reason) when it could not, BuildCancelled at once when
+    `stop_children` is called meanwhile (the child, told to stop, ends on its own). The
+    child's stdin and stdout are closed: a stdio server's channel is never touched."""
     command = [sys.executable, "-m", "ep_mcp.index.embed.compiled", str(cache_dir)]
-    child = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _children.add(child)
+    with _lock:
+        if _stopping.is_set():
+            raise BuildCancelled("the server is stopping — the model is not compiled")
+        child = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        _children.add(child)
     try:
-        _, err = child.communicate()
+        while not _stopping.is_set():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=POLL_S)
+                break
+        else:
+            raise BuildCancelled("the server is stopping — the model compile was stopped")
+        assert child.stderr is not None
+        err = child.stderr.read().decode("utf-8", "replace")
     finally:
-        _children.discard(child)
-    if _exiting.is_set():
-        threading.Event().wait()  # the process is exiting: this daemon thread ends with it
+        with _lock:
+            _children.discard(child)
+        if child.stderr is not None:
+            child.stderr.close()
     if child.returncode != 0:
-        lines = err.decode("utf-8", "replace").strip().splitlines()
+        lines = err.strip().splitlines()
         raise EmbeddingError(
             f"the model compile failed ({lines[-1] if lines else f'exit {child.returncode}'})"
         )
 
 
 @atexit.register
-def _stop_children() -> None:
-    """A server that stops does not leave its compile running (a held lock ends with it)."""
-    _exiting.set()
-    for child in list(_children):
-        with contextlib.suppress(OSError):
-            child.terminate()
+def stop_children() -> None:
+    """End the compiles running for this process (a stopping server neither leaves one
+    running nor waits for it); their waiters get BuildCancelled, and so does a compile asked
+    for from now on, until `resume` (a server starting in this process again)."""
+    with _lock:
+        _stopping.set()
+        for child in _children:
+            with contextlib.suppress(OSError):
+                child.terminate()
+
+
+def resume() -> None:
+    """Allow compiles again after `stop_children` (a new server in the same process)."""
+    _stopping.clear()
 
 
 def _terminated(signum: int, frame: object) -> NoReturn:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ep_mcp.errors import EmbeddingError
+from ep_mcp.index.buildstate import BuildCancelled
 from ep_mcp.index.embed import compiled
 from ep_mcp.index.embed.base import EmbeddingSpec, Matrix
 
@@ -176,8 +177,6 @@ def build_optimised(cache_dir: Path) -> Path:
 
 def _optimised(cache_dir: Path, behind: bool) -> _Model:
     """``behind``: a server — the graph is compiled by a low-priority child (`compiled`)."""
-    from ep_mcp.index.embed import compiled
-
     if behind and not compiled.is_built(cache_dir):
         compiled.compile_behind(cache_dir)
     path = build_optimised(cache_dir)
@@ -230,6 +229,8 @@ def load_model(optimised: bool, cache_dir: Path | None, behind: bool = False) ->
         else:
             try:
                 return _optimised(cache_dir, behind)
+            except BuildCancelled:  # the server stopped its compile: no fallback, no warning
+                raise
             except Exception as exc:  # the optimiser is an accelerator, never a point of failure
                 reason = f"{type(exc).__name__}: {exc}"
                 _discard_optimised(cache_dir)
