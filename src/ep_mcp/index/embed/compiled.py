@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -39,6 +40,7 @@ _stopping = threading.Event()  # set by `stop_children`: no new compile until `r
 _lock = threading.Lock()
 
 
+@functools.cache
 def optimiser_available() -> bool:
     """Whether the rewrite can run here (``onnx`` installed) — so the graph a server will run
     can be named before it is built."""
@@ -125,11 +127,12 @@ def main(argv: list[str]) -> int:
     folder = Path(argv[0])
     try:
         from ep_mcp.index.buildlock import exclusive
-        from ep_mcp.index.embed import local
 
         folder.mkdir(parents=True, exist_ok=True)
         with exclusive(folder / LOCK_NAME):
-            if not is_built(folder):
+            if not is_built(folder):  # another child may have built it meanwhile
+                from ep_mcp.index.embed import local
+
                 local.build_optimised(folder)
     except Exception as exc:  # the child's outer boundary: one line for its parent
         sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
