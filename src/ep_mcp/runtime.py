@@ -19,6 +19,7 @@ from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import BuildingError, EpMcpError, IndexDamagedError, NotFoundError
 from ep_mcp.index import diskerrors, integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
+from ep_mcp.index.buildlock import embedding_lock
 from ep_mcp.index.buildstate import BuildState, building_note
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.breaker import interactive, is_bounded
@@ -35,20 +36,11 @@ from ep_mcp.retrieval.confidence_file import packaged_model
 from ep_mcp.retrieval.engine import SearchOptions
 from ep_mcp.retrieval.legs import LegChoice
 from ep_mcp.retrieval.merge import MergedResult, ScoreRule, merge_results
-from ep_mcp.retrieval.source import LegExecutors, QueryEmbedding, Uncached
+from ep_mcp.retrieval.source import LegExecutors, query_embedding
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView, pack_view
 
 logger = logging.getLogger(__name__)
-
-
-def query_embedding(embedder: Embedder | None) -> QueryEmbedding | None:
-    """How the engine embeds a query: through the embedder's query cache when it has one."""
-    from ep_mcp.index.embed.cache import QueryEmbeddingCache
-
-    if embedder is None:
-        return None
-    return embedder if isinstance(embedder, QueryEmbeddingCache) else Uncached(embedder)
 
 
 @dataclass
@@ -222,12 +214,17 @@ class PackRuntime:
         )
 
     def backfill(self) -> BuildReport | None:
-        """Embed the chunks an earlier build left pending (files unchanged); None if none wait."""
-        store = self.store
-        waiting = store.pending_count() or store.repair_needed
+        """Embed the chunks an earlier build left pending, and repair damaged rows (files
+        unchanged); None if none wait, or if another process is embedding this index now
+        (`embedding_lock`): its vectors are read from the shared file once it commits."""
+        waiting = self.store.pending_count() or self.store.repair_needed
         if self.config.read_only or self.embedder is None or not waiting:
             return None
-        with self._lock:
+        with self._lock, embedding_lock(self.store.path) as mine:
+            if not mine:
+                self.building.elsewhere = True
+                return None
+            self.building.elsewhere = False
             with self.building.running():
                 try:
                     report = self._update(self.pack, None)

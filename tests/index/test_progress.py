@@ -42,7 +42,7 @@ def test_off_a_terminal_progress_logs_a_start_line_a_line_every_ten_seconds_and_
         p.close()
     lines = [r.getMessage() for r in caplog.records if r.name == "ep_mcp.progress"]
     assert lines[0] == "embedding chunks: 300 to do"
-    assert lines[1].startswith("embedding chunks 100/300 · 10.0/s · ETA 20s")
+    assert lines[1] == "embedding chunks 100/300 · 10.0/s · ETA estimating"  # 2 steps: too few
     assert lines[-1] == "embedding chunks: 300/300 done in 15.0s"
     assert len(lines) == 3
     assert stream.getvalue() == ""  # no bar drawn where nobody sees it redraw
@@ -101,3 +101,26 @@ def test_an_embedding_run_cancelled_at_shutdown_logs_where_it_stopped_never_done
     assert lines[-1].endswith("— the server is stopping")
     assert not [line for line in lines if "done" in line]
     assert store.counts()["cached"] == 64  # kept for the next run
+
+
+def test_the_time_left_waits_for_a_few_batches_leaves_out_the_start_and_counts_down() -> None:
+    """The first batch also paid for loading the model: it does not set the pace. No time
+    left is said before three batches; between batches it counts down instead of jumping."""
+    clock = Clock()
+    state = BuildState(clock=clock)
+    with state.running():
+        state.observe(0, 100)
+        clock.now += 30.0  # the model loads during the first batch
+        state.observe(10, 100)
+        assert state.snapshot(100, 100, True)["progress"]["eta_s"] is None
+        clock.now += 1.0
+        state.observe(20, 100)
+        assert state.snapshot(100, 100, True)["progress"]["eta_s"] is None
+        clock.now += 1.0
+        state.observe(30, 100)
+        assert state.snapshot(100, 100, True)["progress"]["eta_s"] == 7.0  # 70 at 0.1 s each
+        clock.now += 2.0
+        assert state.snapshot(100, 100, True)["progress"]["eta_s"] == 5.0
+        clock.now += 3.0  # one slow batch (5 s for 10) moves it, but not to its own pace
+        state.observe(40, 100)
+        assert state.snapshot(100, 100, True)["progress"]["eta_s"] == 13.2  # not 60 x 0.5 s

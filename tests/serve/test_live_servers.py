@@ -203,9 +203,13 @@ def test_http_workers_with_the_local_model_serve_a_pack_built_whole(
             proc.wait(timeout=20)
 
 
-def test_a_port_in_use_is_one_line_and_exit_1_before_any_announcement(
-    packs: dict[str, Path], tmp_path: Path
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_in_use_is_one_line_and_exit_1_before_any_index_file(
+    packs: dict[str, Path], tmp_path: Path, workers: str
 ) -> None:
+    """With several workers the parent builds the whole index before they start: the port
+    is checked before that, so nothing is built for a server that cannot listen."""
+    index_dir = tmp_path / "index"
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -222,6 +226,10 @@ def test_a_port_in_use_is_one_line_and_exit_1_before_any_announcement(
                 "--port",
                 str(port),
                 "--no-watch",
+                "--workers",
+                workers,
+                "--index-dir",
+                str(index_dir),
             ],
             env={**os.environ, "EP_MCP_HOME": str(tmp_path / "home")},
             capture_output=True,
@@ -229,8 +237,10 @@ def test_a_port_in_use_is_one_line_and_exit_1_before_any_announcement(
             timeout=60,
         )
     assert result.returncode == 1, result.stderr
-    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
-    assert "serving" not in result.stderr and "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"port {port} is in use" in lines[0], result.stderr
+    assert "pick another with --port" in lines[0]
+    assert not index_dir.exists() or not list(index_dir.rglob("*")), list(index_dir.rglob("*"))
 
 
 def test_sigterm_stops_a_stdio_server_as_ctrl_c_does(

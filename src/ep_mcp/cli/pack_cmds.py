@@ -332,8 +332,8 @@ def doctor_cmd(as_json: bool) -> None:
 )
 @click.option(
     "--query",
-    help="Also time `ep-mcp serve` to its first answer to this query: with no index, then "
-    "restarted with nothing changed.",
+    help="Also time `ep-mcp serve` to its first answer to this query: first from a new home "
+    "(no compiled model), then with no index, then restarted with nothing changed.",
 )
 @json_option
 @fail_cleanly

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -61,11 +62,15 @@ def serve_settings(
 MAX_DEFAULT_WORKERS = 4
 
 
-def default_workers(transport: str, watching: bool, cpus: int | None = None) -> int:
+def default_workers(
+    transport: str, watching: bool, cpus: int | None = None, *, example: bool = False
+) -> int:
     """Worker processes when --workers is not given: one per CPU (up to 4) for HTTP, since one
     process runs Python on one core at a time (2 workers on 2 cores measured best:
-    docs/bench/serve.md); 1 for stdio and while watching files (one process re-indexes)."""
-    if transport != "http" or watching:
+    docs/bench/serve.md); 1 for stdio, while watching files (one process re-indexes) and for
+    the bundled example pack (the quick start: one process serves at once, words first, while
+    several would wait for their parent's whole build)."""
+    if transport != "http" or watching or example:
         return 1
     return max(1, min(cpus or os.cpu_count() or 1, MAX_DEFAULT_WORKERS))
 
@@ -123,14 +128,17 @@ def serve_cmd(
     chosen = transport or ("stdio" if packs or config is None else settings.server.transport)
     if workers is None:
         watching = settings.server.watch and not zero if watch is None else watch
-        workers = default_workers(chosen, watching)
+        workers = default_workers(chosen, watching, example=zero)
     else:
         watching = settings.server.watch and not zero and workers == 1 if watch is None else watch
+    # The port first: a busy one is said before anything is built.
+    sock = app_bind(settings) if chosen == "http" else None
     # The model loads and the packs open while the MCP SDK imports. One process then answers
     # at once and builds the indexes on a thread (tools wait for it: Library.readiness),
-    # words first: its backfill thread adds the vectors. Workers have no backfill: their
+    # words first: its backfill thread adds the vectors; a model never compiled on this home
+    # is compiled behind that, by a low-priority child. Workers have no backfill: their
     # parent builds whole (vectors included) before they start.
-    embedder = startup.warming(settings)
+    embedder = startup.warming(settings, behind=workers == 1)
     build: bool | Literal["later"] = "later" if workers == 1 else True
     words_first = None if workers == 1 else False
     opening = startup.in_background(
@@ -170,9 +178,17 @@ def serve_cmd(
                 watch=watching,
                 workers=workers,
                 on_ready=announce,
+                sock=sock,
             )
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM over stdio: a requested stop, as over HTTP
         click.echo("ep-mcp: stopped", err=True)
+
+
+def app_bind(settings: Settings) -> socket.socket:
+    """The HTTP listening socket, bound now (one clear error when the port is taken)."""
+    from ep_mcp.serve.app import bind
+
+    return bind(settings.server.host, settings.server.port)
 
 
 @bench.command("serve")

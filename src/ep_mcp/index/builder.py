@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.chunker import Chunk, chunk_document, whole_text
-from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.embed.base import Embedder, settle
 from ep_mcp.index.progress import Observer, Progress
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite
 from ep_mcp.index.schema import FORMAT_VERSION
@@ -230,6 +230,8 @@ def build_index(
     """
     started = time.perf_counter()
     counter, count_tokens = count_tokens, _memo(count_tokens)
+    if embedder is not None and not lexical_first:
+        settle(embedder)  # vectors will be made: the model is the one the features name
     features = features_for(embedder, max_tokens, prefix_template)
     rebuild = store.features() != features
     states: dict[str, tuple[str, str | None]] = {} if rebuild else store.file_states()

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ep_mcp.index.progress import TimeLeft
+
 
 class BuildCancelled(Exception):  # a signal, not an error
     """Raised inside a background embedding run when the server stops; nothing is committed
@@ -30,17 +32,22 @@ class BuildState:
     clock: Callable[[], float] = time.monotonic
     indexing: bool = False  # the start-up build has not committed this pack's words yet
     embedding: bool = False  # a background embedding run is in progress
+    elsewhere: bool = False  # another process holds the index's embedding lock (buildlock)
     done: int = 0
     total: int = 0
-    _started: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _left: TimeLeft = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._left = TimeLeft(self.clock)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
         """Around a background embedding run."""
         with self._lock:
-            self.embedding, self.done, self.total, self._started = True, 0, 0, self.clock()
+            self.embedding, self.done, self.total = True, 0, 0
+            self._left.reset()
         try:
             yield
         finally:
@@ -52,6 +59,7 @@ class BuildState:
         in a background run once ``cancel`` was called."""
         with self._lock:
             self.done, self.total = done, total
+            self._left.step(done)
             if self.embedding and self._cancel.is_set():
                 raise BuildCancelled("the server is stopping")
 
@@ -59,9 +67,12 @@ class BuildState:
         self._cancel.set()
 
     def snapshot(self, chunks: int, pending: int, dense: bool) -> dict[str, Any]:
-        """The state as JSON-ready data: phase, chunks, embedded, pending, progress."""
+        """The state as JSON-ready data: phase, chunks, embedded, pending, progress. During an
+        embedding run ``embedded`` counts the vectors stored so far (in the embedding cache,
+        every batch) though the index swaps them in at the end, in one write."""
         with self._lock:
-            embedding, done, total, started = self.embedding, self.done, self.total, self._started
+            embedding, done, total = self.embedding, self.done, self.total
+            left = self._left.seconds(total) if embedding else None
         phase: Phase
         if self.indexing:
             phase = "indexing"
@@ -71,17 +82,20 @@ class BuildState:
             phase = "ready"
         else:
             phase = "embedding" if embedding else "lexical"
+        stored = 0
+        if phase == "embedding" and total > 0:  # ``total`` counts distinct texts: scaled
+            stored = min(pending, pending * min(done, total) // total)
         out: dict[str, Any] = {
             "phase": phase,
             "mode": "hybrid" if phase == "ready" else "lexical",
             "chunks": chunks,
-            "embedded": chunks - pending if dense else 0,
-            "pending": pending if dense else 0,
+            "embedded": chunks - pending + stored if dense else 0,
+            "pending": pending - stored if dense else 0,
         }
         if phase == "embedding":
-            elapsed = self.clock() - started
-            eta = (total - done) / (done / elapsed) if done and elapsed > 0 else None
-            out["progress"] = {"done": done, "total": total, "eta_s": _round(eta)}
+            out["progress"] = {"done": done, "total": total, "eta_s": _round(left)}
+        elif phase == "lexical" and self.elsewhere:
+            out["embedding_elsewhere"] = True  # another server on this pack is embedding it
         return out
 
 

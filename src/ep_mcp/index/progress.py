@@ -20,6 +20,42 @@ LOG_EVERY_S = 10.0  # seconds between progress log lines when stderr is not a te
 
 Observer = Callable[[int, int], None]  # told (done, total) after every step
 
+MIN_STEPS = 3  # no time-left is shown before this many steps (batches) are done
+SMOOTHING = 0.3  # weight of the newest step in the smoothed seconds per item
+
+
+class TimeLeft:
+    """A steady time-left estimate: seconds per item smoothed over the steps (an EWMA; the
+    first step, which pays the start-up, is left out), counting down between steps. None
+    before ``MIN_STEPS`` steps: a guess from one batch jumps."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.reset()
+
+    def reset(self) -> None:
+        self._at, self._done, self._steps = self._clock(), 0, 0
+        self._per_item: float | None = None
+
+    def step(self, done: int) -> None:
+        """``done`` items are done now (told after each step)."""
+        now = self._clock()
+        items = done - self._done
+        if items <= 0:
+            return
+        if self._steps:  # the first step also paid for the start (the model load)
+            sample = max(now - self._at, 0.0) / items
+            old = self._per_item
+            self._per_item = sample if old is None else SMOOTHING * sample + (1 - SMOOTHING) * old
+        self._at, self._done, self._steps = now, done, self._steps + 1
+
+    def seconds(self, total: int) -> float | None:
+        """Seconds left for ``total`` items, or None while too few steps are done."""
+        if self._steps < MIN_STEPS or self._per_item is None:
+            return None
+        at_last_step = (total - self._done) * self._per_item
+        return max(0.0, at_last_step - (self._clock() - self._at))
+
 
 class Progress:
     """``enabled``: True draws the bar, False is silent, None picks (bar on a terminal, else
@@ -44,6 +80,7 @@ class Progress:
         self.logs = enabled is None and not tty and total > 0
         self.observer = observer
         self._clock = clock
+        self._left = TimeLeft(clock)
         self._start = clock()
         self._last = 0.0
         self._logged = self._start
@@ -55,6 +92,7 @@ class Progress:
     def advance(self, n: int = 1) -> None:
         self.done += n
         now = self._clock()
+        self._left.step(self.done)
         if self.observer is not None:
             self.observer(self.done, self.total)
         if self.enabled and (now - self._last > 0.2 or self.done >= self.total):
@@ -68,15 +106,13 @@ class Progress:
     def line(self) -> str:
         elapsed = max(self._clock() - self._start, 1e-6)
         rate = self.done / elapsed
-        left = (self.total - self.done) / rate if rate > 0 else 0.0
-        return f"{self.label} {self.done}/{self.total} · {rate:.1f}/s · ETA {left:.0f}s"
+        left = self._left.seconds(self.total)
+        eta = "ETA estimating" if left is None else f"ETA {left:.0f}s"
+        return f"{self.label} {self.done}/{self.total} · {rate:.1f}/s · {eta}"
 
     def eta_s(self) -> float | None:
-        """Seconds left at the current rate (None before the first step)."""
-        elapsed = self._clock() - self._start
-        if not self.done or elapsed <= 0:
-            return None
-        return (self.total - self.done) / (self.done / elapsed)
+        """Seconds left (smoothed: `TimeLeft`); None before ``MIN_STEPS`` steps."""
+        return self._left.seconds(self.total)
 
     def close(self, stopped: BaseException | None = None) -> None:
         """End the bar or log the last line; ``stopped``: why the work ended early (a

@@ -129,3 +129,12 @@ class LegExecutors:
         self.embedding.shutdown(wait=False, cancel_futures=True)
         if self.packs is not None:
             self.packs.shutdown(wait=False, cancel_futures=True)
+
+
+def query_embedding(embedder: QueryEmbedder | None) -> QueryEmbedding | None:
+    """How the engine embeds a query: through the embedder's query cache when it has one."""
+    from ep_mcp.index.embed.cache import QueryEmbeddingCache
+
+    if embedder is None:
+        return None
+    return embedder if isinstance(embedder, QueryEmbeddingCache) else Uncached(embedder)

@@ -111,9 +111,11 @@ def run(
     watch: bool = False,
     workers: int = 1,
     on_ready: OnReady = _log_ready,
+    sock: socket.socket | None = None,
 ) -> None:
     """Serve until the client (stdio) or a signal (HTTP) ends it. ``on_ready`` hears the
-    HTTP service's URL once its port is bound (a port in use fails before that)."""
+    HTTP service's URL once its port is bound (a port in use fails before that); ``sock``:
+    the HTTP socket, bound by the caller before the packs were opened (`bind`)."""
     if workers > 1 and transport != "http":
         raise ConfigError("--workers needs --transport http")
     if workers > 1 and watch:
@@ -121,9 +123,9 @@ def run(
     if transport == "stdio":
         run_stdio(serve, watch)
     elif workers > 1:
-        run_http_workers(serve, settings, workers, on_ready)
+        run_http_workers(serve, settings, workers, on_ready, sock)
     else:
-        run_http(serve, ring, settings.server, watch, on_ready)
+        run_http(serve, ring, settings.server, watch, on_ready, sock)
 
 
 def run_stdio(serve: ServeContext, watch: bool) -> None:
@@ -195,8 +197,8 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise ServeError(
-                f"port {port} on {host} is already in use — stop the other server or pick "
-                "another with --port"
+                f"port {port} is in use (on {host}) — stop the other server or pick another "
+                "with --port"
             ) from None
         raise ServeError(
             f"cannot listen on {host}:{port} ({exc.strerror}) — check --host"
@@ -229,7 +231,12 @@ def _server_class() -> type:
 
 
 def run_http(
-    serve: ServeContext, ring: KeyRing, server: ServerSettings, watch: bool, on_ready: OnReady
+    serve: ServeContext,
+    ring: KeyRing,
+    server: ServerSettings,
+    watch: bool,
+    on_ready: OnReady,
+    sock: socket.socket | None = None,
 ) -> None:
     import uvicorn
 
@@ -244,14 +251,18 @@ def run_http(
 
     app = create_app(serve, server, ring, background=background)
     config = uvicorn.Config(app, **_uvicorn_options(server))  # type: ignore[arg-type]
-    sock = bind(server.host, server.port)
+    sock = sock or bind(server.host, server.port)
     on_ready(service_url(server))
     server_class = _server_class()
     server_class(config, serve.library.readiness.stopping.set).run(sockets=[sock])
 
 
 def run_http_workers(
-    serve: ServeContext, settings: Settings, workers: int, on_ready: OnReady
+    serve: ServeContext,
+    settings: Settings,
+    workers: int,
+    on_ready: OnReady,
+    sock: socket.socket | None = None,
 ) -> None:
     """N uvicorn processes on one socket, each opening the (already built) index read-only.
 
@@ -271,7 +282,7 @@ def run_http_workers(
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         **_uvicorn_options(settings.server),  # type: ignore[arg-type]
     )
-    sock = bind(settings.server.host, settings.server.port)
+    sock = sock or bind(settings.server.host, settings.server.port)
     on_ready(service_url(settings.server))
     Multiprocess(config, sockets=[sock]).run()
 

