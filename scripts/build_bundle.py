@@ -20,17 +20,15 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+from ep_mcp.index.embed.providers import PROVIDERS
+from ep_mcp.tools.registry import tools
+
 ROOT = Path(__file__).resolve().parents[1]
+HTTP_PROVIDERS = sorted(PROVIDERS)
 SCHEMA = (
     "https://raw.githubusercontent.com/anthropics/mcpb/main/schemas/mcpb-manifest-v0.4.schema.json"
 )
-KEY_VARIABLES = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "GEMINI_API_KEY", "VOYAGE_API_KEY")
-TOOLS = {
-    "ep_search": "Hybrid search of a pack: hits with file, heading path, lines and hashes.",
-    "ep_read": "Read a whole atom or one section of it, by path or id.",
-    "ep_list_topics": "The pack's files by frontmatter type, with titles.",
-    "ep_graph_traverse": "The files linked to a file or graph node, up to 3 hops.",
-}
+KEY_VARIABLES = sorted({cls.key_env for cls in PROVIDERS.values()})
 
 
 def project() -> dict[str, object]:
@@ -76,7 +74,7 @@ def manifest() -> dict[str, object]:
                 },
             },
         },
-        "tools": [{"name": name, "description": text} for name, text in TOOLS.items()],
+        "tools": [{"name": t.name, "description": t.title or t.name} for t in tools("pack")],
         "tools_generated": True,  # the skill-hub tools appear when taps exist
         "prompts_generated": True,  # packs bring their own prompts
         "compatibility": {
@@ -96,7 +94,7 @@ def manifest() -> dict[str, object]:
                 "type": "string",
                 "title": "Embedding provider",
                 "description": "local (offline, the default), none (words only), or an HTTP "
-                "provider: openai, azure-openai, gemini, voyage.",
+                "provider: " + ", ".join(HTTP_PROVIDERS) + ".",
                 "default": "local",
                 "required": False,
             },

@@ -30,6 +30,7 @@ class FakeRerankServer:
     hang: bool = False
     status: int = 200
     prefer: str | None = None  # a word that lifts a passage above every other
+    raw: str | None = None  # answer exactly this body instead
     seen: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
 
@@ -64,7 +65,7 @@ def serve() -> Iterator[FakeRerankServer]:
             fake.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
             if fake.hang:
                 fake.release.wait(HANG_S)
-            data = json.dumps(fake.answer(self.path, body)).encode()
+            data = (fake.raw or json.dumps(fake.answer(self.path, body))).encode()
             try:
                 self.send_response(fake.status)
                 self.send_header("Content-Type", "application/json")

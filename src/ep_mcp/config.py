@@ -91,6 +91,9 @@ class RetrievalSettings:
     today: str | None = None  # pin "today" (YYYY-MM-DD) for freshness; EP_EVAL_TODAY sets it
 
 
+DEFAULT_RERANK_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+
+
 class RerankerKind(StrEnum):
     """What scores the rerank pool (``reranker.kind``)."""
 
@@ -105,8 +108,8 @@ class RerankerSettings:
     """Optional rerank of the top ``pool`` before the k cut (off by default)."""
 
     enabled: bool = False
-    kind: RerankerKind = RerankerKind.HTTP
-    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"  # the model named to the server
+    kind: RerankerKind = RerankerKind.SENTENCE_TRANSFORMERS  # as the reference's reranker
+    model: str = DEFAULT_RERANK_MODEL  # the cross-encoder, or the model named to the server
     pool: int = 20
     max_chars: int = 2000  # the passage sent: the chunk, or its best window of this many chars
     endpoint: str | None = None  # http: the /rerank URL; chat: the API base URL (…/v1)
@@ -252,11 +255,12 @@ class Settings:
 
 
 def default_home(env: Mapping[str, str]) -> Path:
-    """ep-mcp's per-user folder: $EP_MCP_HOME, else $XDG_DATA_HOME/ep-mcp, else ~/.local/share."""
+    """ep-mcp's per-user folder: $EP_MCP_HOME, else $XDG_DATA_HOME/ep-mcp, else ~/.local/share,
+    made absolute (git runs in folders of its own: a relative home would land there)."""
     if env.get("EP_MCP_HOME"):
-        return Path(env["EP_MCP_HOME"]).expanduser()
+        return Path(env["EP_MCP_HOME"]).expanduser().absolute()
     base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "ep-mcp"
+    return (Path(base) / "ep-mcp").absolute()
 
 
 def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = None) -> Settings:

@@ -10,7 +10,14 @@ import datetime
 import difflib
 from enum import StrEnum
 
-from ep_mcp.config import Fusion, RerankerKind, Settings, Transport, VectorEngine
+from ep_mcp.config import (
+    DEFAULT_RERANK_MODEL,
+    Fusion,
+    RerankerKind,
+    Settings,
+    Transport,
+    VectorEngine,
+)
 from ep_mcp.config_schema import did_you_mean
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -151,11 +158,18 @@ def _reranker(settings: Settings) -> list[str]:
         )
     if not r.enabled or out:
         return out
+    kind = RerankerKind(r.kind)
     needs = {
         RerankerKind.HTTP: ("endpoint",),
         RerankerKind.CHAT: ("endpoint",),
         RerankerKind.ONNX: ("onnx_model", "tokenizer"),
-    }.get(RerankerKind(r.kind), ())
+    }.get(kind, ())
+    named = kind is RerankerKind.CHAT or (kind is RerankerKind.HTTP and r.api_style == "cohere")
+    if named and r.model == DEFAULT_RERANK_MODEL:
+        out.append(
+            f"reranker.model: name the model the {r.kind} server serves (the default names a "
+            "local cross-encoder)"
+        )
     for name in needs:
         if getattr(r, name) is None:
             out.append(

@@ -215,5 +215,9 @@ def test_server_json_describes_this_version_for_the_registry() -> None:
     assert named["--transport"]["value"] == "http"
     # the URL's {port} is the --port argument's valueHint
     assert "{port}" in http["transport"]["url"] and named["--port"]["valueHint"] == "port"
+    (variable,) = stdio["environmentVariables"]
+    from ep_mcp.index.embed.providers import PROVIDERS
+
+    assert variable["choices"] == ["local", "none", *sorted(PROVIDERS)]  # every provider
     # the registry checks ownership of a PyPI package by this marker in its README
     assert f"mcp-name: {server['name']}" in (ROOT / "README.md").read_text()

@@ -93,6 +93,28 @@ def test_the_real_command_searches_a_tap(make_repo: Callable[..., Path], home: P
     assert json.loads(done.stdout)["results"][0]["name"] == "kubernetes-ingress"
 
 
+def test_a_relative_home_taps_into_that_home(
+    make_repo: Callable[..., Path], tmp_path: Path
+) -> None:
+    """git runs in folders of its own: a relative EP_MCP_HOME is made absolute first."""
+    exe = Path(sys.executable).parent / "ep-mcp"
+    repo = make_repo()
+    work = tmp_path / "cwd"
+    work.mkdir()
+    env = {**os.environ, "EP_MCP_HOME": "relative-home"}
+    done = subprocess.run(
+        [str(exe), "tap", "--allow-file", str(repo)],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (work / "relative-home" / "taps" / "acme__skills" / ".git").is_dir()
+
+
 def test_the_mcp_server_lists_the_hub_tools_and_renders_failures_as_is_error(
     make_repo: Callable[..., Path], make_hub: Callable[..., object], tmp_path: Path
 ) -> None:

@@ -17,6 +17,7 @@ import pytest
 from ep_mcp.config import load_settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index import integrity
+from ep_mcp.index.owned import owner_in
 from ep_mcp.index.placement import OWNER_KEY, IndexPlacementError, beneath
 from ep_mcp.index.store import Store
 from ep_mcp.opening import open_library
@@ -135,6 +136,24 @@ def test_an_index_dir_holding_another_packs_index_is_refused_naming_both(
     line = str(err.value)
     assert "\n" not in line and str(keyed) in line and str(open_) in line
     assert _keyed_files(keyed) == {"secret.md"}
+
+
+def test_an_index_dir_holding_another_packs_index_marked_damaged_is_never_rebuilt_by_it(
+    two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The owner is read before anything may rebuild the index: a damage marker beside
+    another pack's index (a crash of its own build, or a plant) does not hand it over."""
+    keyed, open_ = two
+    index = keyed / ".ep-mcp" / "index.db"
+    before = index.read_bytes()
+    integrity.mark_damaged(index, "a build was killed")
+    with pytest.raises(IndexPlacementError) as err:
+        _serve_both(tmp_path, keyed, open_, index_dir=str(keyed / ".ep-mcp"))
+    assert str(keyed) in str(err.value) and str(open_) in str(err.value)
+    assert integrity.marker(index).is_file()  # left for its owner to act on
+    assert index.read_bytes() == before  # not rebuilt, not claimed
+    found = owner_in(index)
+    assert found is not None and found.slug == "keyed"
 
 
 def test_two_packs_with_one_index_dir_are_a_config_error_naming_both(tmp_path: Path) -> None:

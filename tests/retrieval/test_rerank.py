@@ -60,24 +60,27 @@ def test_a_missing_cross_encoder_says_what_to_do() -> None:
         pytest.skip("sentence-transformers is installed")
 
 
-def test_rerank_notes_each_new_score_and_the_rank_it_had() -> None:
+def test_rerank_decides_the_order_and_the_pool_keeps_its_scores() -> None:
+    """The reranker's own scale (here passage lengths) never reaches later stages: the new
+    first takes the best score the pool had, and so on down."""
     cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3)]
     out = rerank("q", cands, lambda c: TEXTS[c.chunk_id], LengthReranker(), pool=3, max_chars=100)
     assert [(c.chunk_id, c.score, c.notes) for c in out] == [
-        (2, 3.0, ("rerank fake/length: 3.0000 (was #2)",)),
-        (3, 2.0, ("rerank fake/length: 2.0000 (was #3)",)),
-        (1, 1.0, ("rerank fake/length: 1.0000 (was #1)",)),
+        (2, 1.0, ("rerank fake/length: 3.0000 (was #2)",)),
+        (3, 0.5, ("rerank fake/length: 2.0000 (was #3)",)),
+        (1, pytest.approx(1 / 3), ("rerank fake/length: 1.0000 (was #1)",)),
     ]
 
 
-def test_candidates_past_the_pool_score_below_every_reranked_one_in_their_order() -> None:
-    cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2, 3, 4)]
+def test_candidates_past_the_pool_stay_below_every_reranked_one_in_their_order() -> None:
+    cands = [Candidate(i, f"{i}.md", s) for i, s in ((1, 1.0), (2, 0.5), (3, 0.5), (4, 0.25))]
     texts = {1: "aa", 2: "aaaa", 3: "x", 4: "y"}
     out = rerank("q", cands, lambda c: texts[c.chunk_id], LengthReranker(), pool=2, max_chars=100)
     assert [c.chunk_id for c in out] == [2, 1, 3, 4]
-    assert [c.score for c in out[2:]] == pytest.approx([2.0 - 1.0, 2.0 - 1.0 - 1e-6], abs=1e-9)
+    assert [c.score for c in out[:2]] == [1.0, 0.5]
+    assert out[2].score < 0.5 and out[2].notes == ("below the rerank pool",)  # was tied
+    assert out[3].score == 0.25 and out[3].notes == ()  # already below: untouched
     assert out[2].score > out[3].score
-    assert out[3].notes == ("below the rerank pool",)
 
 
 def test_a_pool_of_zero_leaves_the_order_alone() -> None:
@@ -136,8 +139,9 @@ def test_the_configured_model_reaches_the_cross_encoder_and_the_stage_cuts_passa
     assert reranker is not None
     cands = [Candidate(i, f"{i}.md", 1.0 / i) for i in (1, 2)]
     texts = {1: "x" * 600, 2: "y"}
-    out = rerank("q", cands, lambda c: texts[c.chunk_id], reranker, pool=2, max_chars=512)
-    assert [c.score for c in out] == [512.0, 1.0]  # the stage sent 512 characters of 600
+    rerank("q", cands, lambda c: texts[c.chunk_id], reranker, pool=2, max_chars=512)
+    pairs = reranker.inner._load().calls[0]["pairs"]  # type: ignore[attr-defined]
+    assert [len(p) for _, p in pairs] == [512, 1]  # the stage sent 512 characters of 600
     assert fake_extra.loaded == [("acme/tiny", True)]
 
 

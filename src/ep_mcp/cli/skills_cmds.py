@@ -241,7 +241,7 @@ def info_cmd(name: str, config: Path | None, as_json: bool) -> None:
     for key, value in (("id", s.id), ("name", s.name), ("tap", s.tap), ("path", s.path)):
         click.echo(one_line(f"{key}: {value}"))
     click.echo(one_line(f"description: {s.description}"))
-    click.echo("files: " + ", ".join(data.files))
+    click.echo("files: " + ", ".join(one_line(f) for f in data.files))
 
 
 @skills_group.command("read")

@@ -178,10 +178,8 @@ def match_evidence(
         if c.skill_id in by_id
     ]
 
-    def known(term: str) -> bool:
-        return any(ti.holds(term) for ti in ready)
-
-    unknown = unknown_share(terms, known) if ready else 0.0
+    held: set[str] = set().union(*(ti.held(terms) for ti in ready))
+    unknown = unknown_share(terms, held.__contains__) if ready else 0.0
     return MatchEvidence(top_cosine, match_coverage(terms, texts), len(terms), unknown)
 
 

@@ -223,9 +223,10 @@ class TapIndex:
         hits = self.store.lexical_top(terms, n, weights=weights, time_limit_ms=time_limit_ms)
         return self._refs(hits)
 
-    def holds(self, term: str) -> bool:
-        """Does any chunk of this tap hold ``term`` (as FTS5 matches it)?"""
-        return bool(self.store.lexical_top([term], 1, time_limit_ms=250))
+    def held(self, terms: Sequence[str]) -> set[str]:
+        """The ``terms`` some chunk of this tap holds (as FTS5 matches them), in one pass."""
+        counts, _ = self.store.term_counts(terms)
+        return {term for term, n in counts.items() if n}
 
     def vector(
         self, query: npt.NDArray[np.float32], n: int, embedder_name: str

@@ -133,7 +133,10 @@ class TapManager:
             if new != old:
                 self._swap(tap.path, tmp / "repo", tmp / "old")
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if (tmp / "old").exists() and not tap.path.exists():  # neither could be put back
+                logger.error("tap %s: its previous clone is kept at %s", tap.name, tmp / "old")
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
         return old, new
 
     @staticmethod

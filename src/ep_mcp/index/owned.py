@@ -22,21 +22,44 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ep_mcp.config import PackSettings
-from ep_mcp.index.locate import home_index, place_index
+from ep_mcp.index.locate import Placement, home_index, place_index
 from ep_mcp.index.placement import (
+    OWNER_KEY,
     IndexPlacementError,
     Owner,
     foreign,
+    parse_owner,
     record_owner,
     recorded_owner,
 )
+from ep_mcp.index.schema import peek_meta
 from ep_mcp.index.store import Store
 
 logger = logging.getLogger(__name__)
 
 
+def owner_in(path: Path) -> Owner | None:
+    """The owner the index file at ``path`` records, read without opening it for writing."""
+    return parse_owner(peek_meta(path, OWNER_KEY))
+
+
 def belongs(found: Owner, owner: Owner, read_only: bool) -> bool:
     return found.slug == owner.slug if read_only else found.same_root(owner)
+
+
+def _elsewhere(
+    where: Placement, found: Owner, owner: Owner, read_only: bool, root: Path, home: Path
+) -> Path:
+    """Where this pack's index goes when another pack's index is at its place: the per-user
+    folder when the foreign one sits in the pack's own folder, else a refusal naming both."""
+    line = foreign(where.path, found, owner)
+    if where.where != "pack" or read_only:
+        raise IndexPlacementError(
+            f"{line} — give each pack its own index_dir, or delete that index"
+        )
+    path = home_index(root, owner.slug, home, create=True)
+    logger.warning("pack %s: %s — its index lives in %s instead", owner.slug, line, path)
+    return path
 
 
 def open_owned(
@@ -47,21 +70,20 @@ def open_owned(
     where = place_index(root, slug, cfg.index_dir, home, create=not read_only)
     if where.moved is not None:
         logger.warning("pack %s: %s — its index lives in %s instead", slug, where.moved, where.path)
-    store = open_store(where.path)
     if cfg.artifact is not None:
-        return store
-    owner = Owner.of(slug, root)
+        return open_store(where.path)
+    owner, path = Owner.of(slug, root), where.path
+    early = owner_in(path)  # read before an open can rebuild it: never for another pack
+    if early is not None and not belongs(early, owner, read_only):
+        path = _elsewhere(where, early, owner, read_only, root, home)
+    store = open_store(path)
     try:
         found = recorded_owner(store)
         if found is not None and not belongs(found, owner, read_only):
-            line = foreign(where.path, found, owner)
-            if where.where != "pack" or read_only:
-                raise IndexPlacementError(
-                    f"{line} — give each pack its own index_dir, or delete that index"
-                )
+            if path != where.path:
+                raise IndexPlacementError(foreign(path, found, owner))
             store.close()
-            path = home_index(root, slug, home, create=True)
-            logger.warning("pack %s: %s — its index lives in %s instead", slug, line, path)
+            path = _elsewhere(where, found, owner, read_only, root, home)
             store = open_store(path)
             found = recorded_owner(store)
             if found is not None and not belongs(found, owner, read_only):

@@ -163,7 +163,10 @@ class Owner:
 
 def recorded_owner(store: Any) -> Owner | None:
     """The owner an index records (None: an index older than owners, or a fresh one)."""
-    raw = store.get_meta(OWNER_KEY)
+    return parse_owner(store.get_meta(OWNER_KEY))
+
+
+def parse_owner(raw: str | None) -> Owner | None:
     if not raw:
         return None
     try:

@@ -143,3 +143,23 @@ def open_index(path: Path, *, read_only: bool) -> Any:
         conn.close()
         raise
     return conn
+
+
+def peek_meta(path: Path, key: str) -> str | None:
+    """One ``meta`` value of an existing index, read through a read-only connection before
+    anything may open it for writing (opening a damaged index rebuilds it). None when there
+    is no such file, no such key, or it cannot be read."""
+    placement.check_leaf(path)
+    if not path.is_file():
+        return None
+    try:
+        conn = apsw.Connection(real_path(path), flags=apsw.SQLITE_OPEN_READONLY | NOFOLLOW)
+    except apsw.Error:
+        return None
+    try:
+        rows = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchall()
+    except apsw.Error:
+        return None
+    finally:
+        conn.close()
+    return str(rows[0][0]) if rows else None

@@ -60,19 +60,26 @@ def rerank(
     max_chars: int,
 ) -> list[Candidate]:
     """Reorder the first ``pool`` candidates by the reranker; the rest keep their place after.
-    The reranker's score becomes the ranking score (the note keeps the fused one). A failing
-    reranker raises (``RerankError``) and the caller keeps the order it had."""
+
+    The reranker decides the order only: the i-th candidate of the new order takes the i-th
+    best score the pool had, so every later stage (MMR, the graph's decay, confidence) reads
+    scores on the scale it was built for, whatever scale the reranker scores on (a logit, a
+    0-10 rating). Its own score is in the candidate's note. A failing reranker raises
+    (``RerankError``) and the caller keeps the order it had."""
     head, tail = list(candidates[:pool]), list(candidates[pool:])
     if not head:
         return list(candidates)
     scores = reranker.score(query, [best_window(query, text_of(c), max_chars) for c in head])
     ranked = sorted(zip(head, scores, strict=True), key=lambda cs: -cs[1])
+    places = sorted((c.score for c in head), reverse=True)
     out = [
-        c.moved(s, f"rerank {reranker.name}: {s:.4f} (was #{head.index(c) + 1})") for c, s in ranked
+        c.moved(place, f"rerank {reranker.name}: {s:.4f} (was #{head.index(c) + 1})")
+        for (c, s), place in zip(ranked, places, strict=True)
     ]
-    floor = min(scores) if scores else 0.0
+    floor = places[-1]
     return out + [
-        c.moved(floor - 1.0 - i * 1e-6, "below the rerank pool") for i, c in enumerate(tail)
+        c if c.score < floor else c.moved(floor - (i + 1) * 1e-6, "below the rerank pool")
+        for i, c in enumerate(tail)
     ]
 
 

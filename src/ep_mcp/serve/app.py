@@ -294,7 +294,7 @@ def worker_app(settings: Settings) -> Starlette:
     from ep_mcp import logsafe
     from ep_mcp.serve.http_app import create_app
 
-    logsafe.configure()  # a spawned worker has no handler yet: its lines are escaped too
+    logsafe.configure(settings.server.log_level)  # a spawned worker has no handler yet
     # no backfill here: an index found damaged is rebuilt whole, vectors included
     serve, ring = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
 

@@ -4,7 +4,9 @@ onnxruntime; then the guard (cache, budget, one error) and the factory."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,9 +70,33 @@ def test_a_rerank_server_that_refuses_is_a_rerank_error(
         RerankApi(f"{server.url}/v1/rerank", "m", None, 2.0, "cohere").score(QUERY, PASSAGES)
 
 
-def test_an_unreachable_rerank_server_is_a_rerank_error() -> None:
-    with pytest.raises(RerankError, match="could not be reached"):
-        RerankApi("http://127.0.0.1:9/rerank", "m", None, 0.5, "cohere").score(QUERY, PASSAGES)
+def test_an_unreachable_rerank_server_is_a_rerank_error_naming_no_url() -> None:
+    """The message reaches callers (notes): credentials or host names in the URL never."""
+    api = RerankApi("http://svc:s3cret@127.0.0.1:9/rerank", "m", None, 0.5, "cohere")
+    with pytest.raises(RerankError, match="could not be reached") as caught:
+        api.score(QUERY, PASSAGES)
+    assert "s3cret" not in str(caught.value) and "127.0.0.1" not in str(caught.value)
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity"])
+def test_a_score_that_is_not_a_number_is_a_rerank_error(server: FakeRerankServer, bad: str) -> None:
+    server.raw = '{"results": [{"index": 0, "relevance_score": ' + bad + "}]}"
+    guard = GuardedReranker(RerankApi(f"{server.url}/v1/rerank", "m", None, 2.0, "cohere"), 2000)
+    with pytest.raises(RerankError, match="not a number"):
+        guard.score(QUERY, PASSAGES[:1])
+
+
+def test_a_reply_past_the_size_limit_is_cut_off(
+    server: FakeRerankServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ep_mcp.index.rerank import http
+
+    monkeypatch.setattr(http, "MAX_REPLY_BYTES", 64)
+    server.raw = (
+        '{"results": [' + ", ".join('{"index": 0, "relevance_score": 1}' for _ in range(9)) + "]}"
+    )
+    with pytest.raises(RerankError, match="more than 64 bytes"):
+        RerankApi(f"{server.url}/v1/rerank", "m", None, 2.0, "cohere").score(QUERY, PASSAGES[:1])
 
 
 # -- a tiny ONNX cross-encoder: the score is the number of "lava" tokens in the pair -------------
@@ -162,6 +188,28 @@ def test_a_hanging_reranker_costs_at_most_its_budget(server: FakeRerankServer) -
     server.release.set()
 
 
+def test_a_slow_reranker_never_has_more_than_two_calls_running() -> None:
+    release = threading.Event()
+    started: list[int] = []
+
+    class Slow:
+        name = "slow"
+
+        def score(self, query: str, passages: list[str]) -> list[float]:
+            started.append(1)
+            release.wait(30)
+            return [1.0] * len(passages)
+
+    guard = GuardedReranker(Slow(), 10)
+    try:
+        for i in range(5):
+            with pytest.raises(RerankError):
+                guard.score(f"q{i}", ["p"])
+        assert len(started) == 2  # the other three were told it is busy, nothing started
+    finally:
+        release.set()
+
+
 def test_every_failure_of_the_inner_reranker_is_one_rerank_error() -> None:
     class Broken:
         name = "broken"
@@ -209,6 +257,8 @@ def test_make_reranker_builds_each_kind_behind_the_guard(tmp_path: Path) -> None
     }
     with pytest.raises(ConfigError, match=r"reranker\.endpoint: reranker\.kind http needs it"):
         make_reranker(RerankerSettings(enabled=True, kind=RerankerKind.HTTP))
+    same = RerankerSettings(enabled=True, kind=RerankerKind.HTTP, endpoint=url, model="m")
+    assert make_reranker(same) is make_reranker(dataclasses.replace(same))  # one per process
 
 
 def test_the_config_names_what_each_reranker_kind_needs(tmp_path: Path) -> None:
@@ -222,5 +272,9 @@ def test_the_config_names_what_each_reranker_kind_needs(tmp_path: Path) -> None:
     assert "reranker.tokenizer: reranker.kind onnx needs it" in str(caught.value)
     with pytest.raises(ConfigError, match=r"reranker\.kind"):
         load_settings(data={"reranker": {"kind": "cross"}})
-    ok = load_settings(data={"reranker": {"enabled": True, "endpoint": "http://h/rerank"}})
-    assert ok.reranker.kind == "http" and json.dumps(ok.reranker.pool) == "20"
+    with pytest.raises(ConfigError, match=r"reranker\.model: name the model the chat server"):
+        load_settings(data={"reranker": {"enabled": True, "kind": "chat", "endpoint": "http://h"}})
+    legacy = load_settings(data={"reranker": {"enabled": True}})  # the reference's meaning
+    assert (
+        legacy.reranker.kind == "sentence-transformers" and json.dumps(legacy.reranker.pool) == "20"
+    )

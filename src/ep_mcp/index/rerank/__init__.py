@@ -8,6 +8,8 @@ leaves its order as it was.
 
 from __future__ import annotations
 
+import functools
+
 from ep_mcp.config import RerankerKind, RerankerSettings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index.rerank.base import Scorer
@@ -44,8 +46,11 @@ def _inner(settings: RerankerSettings) -> Scorer:
     return CrossEncoderReranker(settings.model)
 
 
+@functools.lru_cache(maxsize=8)
 def make_reranker(settings: RerankerSettings) -> GuardedReranker | None:
-    """The configured reranker behind its guard (models load on first use), or None when off."""
+    """The configured reranker behind its guard (models load on first use), or None when off.
+    One per settings in a process: every pack (and every artifact version swapped in) shares
+    its model, its HTTP client and its score cache."""
     if not settings.enabled:
         return None
     return GuardedReranker(_inner(settings), settings.budget_ms)

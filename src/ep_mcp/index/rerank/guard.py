@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import logging
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from ep_mcp.index.rerank.base import Scorer
 logger = logging.getLogger(__name__)
 
 CACHE_SIZE = 20_000  # (query, passage) scores kept
+IN_FLIGHT = 2  # calls a reranker may have running at once (a late one keeps its slot)
 
 
 def _key(query: str, passage: str) -> tuple[bytes, bytes]:
@@ -40,6 +42,7 @@ class GuardedReranker:
         self._cache: OrderedDict[tuple[bytes, bytes], float] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(IN_FLIGHT)
 
     @property
     def name(self) -> str:
@@ -62,6 +65,8 @@ class GuardedReranker:
 
     def _run(self, query: str, passages: list[str], keys: list[tuple[bytes, bytes]]) -> list[float]:
         scores = [float(s) for s in self.inner.score(query, passages)]
+        if not all(math.isfinite(s) for s in scores):
+            raise RerankError(f"reranker {self.name} returned a score that is not a number")
         if len(scores) != len(passages):
             raise RerankError(
                 f"reranker {self.name} returned {len(scores)} scores for {len(passages)} passages"
@@ -77,17 +82,24 @@ class GuardedReranker:
         keys: list[tuple[bytes, bytes]],
     ) -> None:
         """On its own (daemon) thread: a call past the budget is left to finish (and cache)
-        while the query goes on; the inner reranker's own timeout bounds it."""
+        while the query goes on; it keeps its slot until then, so at most ``IN_FLIGHT``
+        calls run at once however slow the reranker (HTTP kinds also time out)."""
         try:
             call.set_result(self._run(query, passages, keys))
         except BaseException as exc:  # handed to the waiting query, which judges it
             call.set_exception(exc)
+        finally:
+            self._slots.release()
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         keys = [_key(query, p) for p in passages]
         known = self._cached(keys)
         todo = [i for i in range(len(passages)) if i not in known]
         if todo:
+            if not self._slots.acquire(blocking=False):  # earlier calls still running
+                raise RerankError(
+                    f"reranker {self.name} is still answering {IN_FLIGHT} earlier queries"
+                )
             call: concurrent.futures.Future[list[float]] = concurrent.futures.Future()
             args = (query, [passages[i] for i in todo], [keys[i] for i in todo])
             threading.Thread(target=self._answer, args=(call, *args), daemon=True).start()

@@ -28,6 +28,10 @@ CHAT_PROMPT = (
 
 
 class _HttpReranker:
+    @property
+    def name(self) -> str:  # each kind says its own
+        raise NotImplementedError
+
     def __init__(self, endpoint: str, model: str, key: str | None, timeout_s: float) -> None:
         self.endpoint = endpoint.rstrip("/")
         self.model = model
@@ -35,20 +39,27 @@ class _HttpReranker:
         self._client = httpx2.Client(timeout=timeout_s, headers=self._headers)
 
     def _post(self, url: str, body: dict[str, Any]) -> Any:
+        """POST ``body``; the JSON answer, read up to ``MAX_REPLY_BYTES``. Errors name the
+        reranker, never the URL (it may hold credentials or internal host names, and the
+        message reaches callers in the answer's notes)."""
+        who = f"the {self.name} server"
         try:
-            reply = self._client.post(url, json=body)
+            with self._client.stream("POST", url, json=body) as reply:
+                if reply.status_code != 200:
+                    raise RerankError(f"{who} answered HTTP {reply.status_code}")
+                data = bytearray()
+                for chunk in reply.iter_bytes():
+                    data += chunk
+                    if len(data) > MAX_REPLY_BYTES:
+                        raise RerankError(f"{who} answered more than {MAX_REPLY_BYTES} bytes")
         except httpx2.TimeoutException:
-            raise RerankError(f"{url} did not answer in time") from None
+            raise RerankError(f"{who} did not answer in time") from None
         except httpx2.HTTPError as exc:
-            raise RerankError(f"{url} could not be reached ({type(exc).__name__})") from None
-        if reply.status_code != 200:
-            raise RerankError(f"{url} answered HTTP {reply.status_code}")
-        if len(reply.content) > MAX_REPLY_BYTES:
-            raise RerankError(f"{url} answered more than {MAX_REPLY_BYTES} bytes")
+            raise RerankError(f"{who} could not be reached ({type(exc).__name__})") from None
         try:
-            return reply.json()
+            return json.loads(bytes(data))
         except ValueError:
-            raise RerankError(f"{url} answered something that is not JSON") from None
+            raise RerankError(f"{who} answered something that is not JSON") from None
 
     def close(self) -> None:
         self._client.close()

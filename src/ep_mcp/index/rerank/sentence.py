@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,14 +15,17 @@ class CrossEncoderReranker:
     def __init__(self, model: str) -> None:
         self.model = model
         self._encoder: Any = None
+        self._lock = threading.Lock()  # one load, however many queries arrive during it
 
     @property
     def name(self) -> str:
         return f"cross-encoder/{self.model}"
 
     def _load(self) -> Any:
-        if self._encoder is not None:
-            return self._encoder
+        with self._lock:
+            return self._encoder if self._encoder is not None else self._load_once()
+
+    def _load_once(self) -> Any:
         try:
             from sentence_transformers import CrossEncoder  # type: ignore[import-not-found]
         except ImportError as exc:
