@@ -162,6 +162,7 @@ class ServerSettings:
     artifact_poll_s: float = 2.0  # how often artifact packs look for a newer version; 0 = never
     # a request's line and headers must arrive within this many seconds (slowloris): else 408
     header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0  # and its body within this many seconds of them: else 408
 
 
 @dataclass(frozen=True)

@@ -114,12 +114,13 @@ def _limits(settings: Settings) -> list[str]:
     ):
         if not seconds > 0:
             out.append(f"{key}: must be a number of seconds above 0 — got {seconds}")
-    if not 0 < srv.header_timeout_s <= MAX_HEADER_TIMEOUT_S:
-        out.append(
-            f"server.header_timeout_s: must be a number of seconds above 0 and at most "
-            f"{MAX_HEADER_TIMEOUT_S:g} (the bound on a slow client's headers) — got "
-            f"{srv.header_timeout_s}"
-        )
+    for key, bound in (("header_timeout_s", "headers"), ("body_timeout_s", "body")):
+        value = getattr(srv, key)
+        if not 0 < value <= MAX_HEADER_TIMEOUT_S:
+            out.append(
+                f"server.{key}: must be a number of seconds above 0 and at most "
+                f"{MAX_HEADER_TIMEOUT_S:g} (the bound on a slow client's {bound}) — got {value}"
+            )
     return out
 
 

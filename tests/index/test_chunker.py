@@ -108,3 +108,19 @@ def test_a_unicode_line_separator_in_the_body_does_not_shift_the_split_points(ma
     raw = (root / "g.md").read_bytes()
     for c in chunks:
         assert raw[c.byte_range[0] : c.byte_range[1]].decode() == c.text
+
+
+def test_a_file_of_many_headings_chunks_in_linear_time(make_pack) -> None:
+    """150,000 heading lines (1.8 MB, under the file cap) once took minutes: every chunk
+    rescanned every heading. Bounded by the CPU time of this thread, not the clock."""
+    import time
+
+    body = "".join(f"{'#' * (1 + i % 6)} h{i}\n" for i in range(150_000))
+    pack = load_pack(make_pack({"many.md": body}))
+    (doc,) = pack.documents
+    started = time.thread_time()
+    chunks = chunk_document(doc, words, max_tokens=50)
+    assert time.thread_time() - started < 20.0  # linear: about a second; quadratic: hours
+    assert len(chunks) > 40_000
+    # the last split is at the last ###; above it the # and ## in force
+    assert chunks[-1].heading_path == ("h149994", "h149995", "h149996")

@@ -24,6 +24,7 @@ from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.http_app import create_app
 
 HEADER_TIMEOUT_S = 1.0
+BODY_TIMEOUT_S = 4.0  # above the slow-body test's 2.5 header timeouts, so that one passes
 BOUND_S = 30.0  # a server that has not closed by now never will
 
 
@@ -40,7 +41,14 @@ def server(open_ctx: Any) -> Iterator[int]:
 
     port = _free_port()
     settings = load_settings(
-        data={"server": {"port": port, "header_timeout_s": HEADER_TIMEOUT_S, "log_level": "ERROR"}}
+        data={
+            "server": {
+                "port": port,
+                "header_timeout_s": HEADER_TIMEOUT_S,
+                "body_timeout_s": BODY_TIMEOUT_S,
+                "log_level": "ERROR",
+            }
+        }
     ).server
     app = create_app(open_ctx, settings, KeyRing.build({"alpha": ["sk-alpha"], "beta": []}))
     srv = uvicorn.Server(uvicorn.Config(app, lifespan="on", **_uvicorn_options(settings)))  # type: ignore[arg-type]
@@ -155,6 +163,20 @@ def test_a_body_sent_slowly_after_a_whole_head_is_not_cut(server: int) -> None:
         assert waited > HEADER_TIMEOUT_S * 2
         status, _, answer = _status_and_body(_read_until_closed(conn))
     assert status == 200 and json.loads(answer)["results"][0]["source_file"] == "gardening.md"
+
+
+def test_a_body_that_stops_arriving_is_answered_408_and_closed(server: int) -> None:
+    """The slow-POST form: a whole head, then part of the body and nothing more."""
+    head = (
+        b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n"
+    )
+    with _connect(server) as conn:
+        conn.sendall(head + b'{"q": "tom')
+        status, headers, body = _status_and_body(_read_until_closed(conn))
+    assert status == 408 and headers["content-type"] == "application/json"
+    assert json.loads(body)["error"]["code"] == "request_timeout"
+    assert "body_timeout_s" not in body.decode() and "did not arrive within 4 s" in body.decode()
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,7 @@ KEY_SPELLINGS = [
     "API%5FKEY=sk-alpha",
     "%61pi_key=sk-alpha",
     "api%255Fkey=sk-alpha",  # encoded twice
+    "api%252525255Fkey=sk-alpha",  # encoded five times
     "api+key=sk-alpha",
     "api%20key=sk-alpha",
     "api-key=sk-alpha",

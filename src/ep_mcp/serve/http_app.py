@@ -277,7 +277,9 @@ def create_app(
             allowed_hosts=auth.default_allowed_hosts(server.host, server.mcp_allowed_hosts),
             allowed_origins=auth.default_allowed_origins(server.mcp_allowed_origins),
         ),
-        Middleware(BodyLimitMiddleware, max_bytes=server.max_body_bytes),
+        Middleware(
+            BodyLimitMiddleware, max_bytes=server.max_body_bytes, timeout_s=server.body_timeout_s
+        ),
     ]
     return Starlette(
         routes=[

@@ -21,6 +21,7 @@ import unicodedata
 from collections.abc import Sequence
 from urllib.parse import unquote_plus
 
+import anyio
 from starlette.datastructures import MutableHeaders
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -37,6 +38,7 @@ CODES = {
     404: "not_found",
     405: "method_not_allowed",
     406: "not_acceptable",
+    408: "request_timeout",
     413: "payload_too_large",
     421: "misdirected_request",
     422: "unprocessable",
@@ -59,7 +61,6 @@ KEY_PARAMS = frozenset(
         "bearer",
     }
 )
-_DECODE_ROUNDS = 4  # `%255F` is `%5F` is `_`: a name is decoded until it stops changing
 
 
 def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -159,10 +160,7 @@ def param_name(raw: bytes) -> str:
     """A query parameter's name as the key screen compares it: percent- and `+`-decoded
     (repeatedly), NFKC-normalised, case-folded, with everything but letters and digits gone."""
     name = raw.decode("latin-1")
-    for _ in range(_DECODE_ROUNDS):
-        decoded = unquote_plus(name, errors="replace")
-        if decoded == name:
-            break
+    while (decoded := unquote_plus(name, errors="replace")) != name:  # each round shortens it
         name = decoded
     return "".join(c for c in unicodedata.normalize("NFKC", name).casefold() if c.isalnum())
 
@@ -212,9 +210,13 @@ class ScreenMiddleware:
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    """A body over ``max_bytes`` gets 413; one that has not arrived in full ``timeout_s``
+    after the head (a slow POST) gets 408 and the connection is closed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout_s: float = 60.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
@@ -225,7 +227,16 @@ class BodyLimitMiddleware:
         if any(not v.strip().isdigit() or int(v) > self.max_bytes for v in lengths):
             await too_big(scope, receive, send)
             return
-        body = await read_body(receive, self.max_bytes)
+        with anyio.move_on_after(self.timeout_s) as waited:
+            body = await read_body(receive, self.max_bytes)
+        if waited.cancelled_caught:
+            slow = error_response(
+                408,
+                f"the request body did not arrive within {self.timeout_s:g} s — send it at once",
+                {"Connection": "close"},
+            )
+            await slow(scope, receive, send)
+            return
         if body is None:
             await too_big(scope, receive, send)
             return

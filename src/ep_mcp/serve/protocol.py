@@ -31,7 +31,7 @@ from ep_mcp.serve.wire import OneWriteH11Protocol
 logger = logging.getLogger(__name__)
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
-PROTOCOL_CODES = {408: "request_timeout"}  # answered here only, never by the app
+PROTOCOL_CODES: dict[int, str] = {}  # codes only this layer answers (408 is shared: CODES)
 
 
 def envelope_response(status: int, reason: str, message: str) -> bytes:

@@ -201,6 +201,9 @@ def test_a_malformed_reply_is_an_embedding_error(server: FakeProvider) -> None:
     server.script = [("status", (200, {}, "<html>"))]
     with make("openai", server.url) as embedder, pytest.raises(EmbeddingError, match="not JSON"):
         embedder.embed_query("x")
+    server.script = [("status", (200, {}, "[" * 200_000 + "]" * 200_000))]  # past recursion
+    with make("openai", server.url) as embedder, pytest.raises(EmbeddingError, match="not JSON"):
+        embedder.embed_query("x")
 
 
 def test_a_refusal_is_not_retried_and_names_what_to_check(server: FakeProvider) -> None:

@@ -240,7 +240,7 @@ class HttpEmbedder:
                 if response.is_success:
                     try:
                         return response.json()
-                    except ValueError:
+                    except (ValueError, RecursionError):  # nested past Python's own limit too
                         raise self._error(
                             f"{self.provider} returned a body that is not JSON"
                         ) from None

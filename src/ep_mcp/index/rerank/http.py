@@ -11,7 +11,6 @@ is a ``RerankError`` (the guard keeps the order).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,11 +19,29 @@ import httpx2
 from ep_mcp.errors import RerankError
 
 MAX_REPLY_BYTES = 4 * 1024 * 1024
+MAX_CHAT_CHARS = 16 * 1024  # of a chat answer searched for {"scores": [...]}
 CHAT_PROMPT = (
     "You rank passages for a search engine. For the query below, rate each numbered passage "
     "from 0 (irrelevant) to 10 (answers the query). Reply with JSON only: "
     '{"scores": [one number per passage, in order]}.'
 )
+
+
+def scores_in(text: str) -> object:
+    """The ``scores`` of the first JSON object in ``text`` that has them (None: no such
+    object). Linear in the text, however hostile: each ``{`` is tried once with the JSON
+    decoder (a regex over ``{.*}`` is quadratic and holds the interpreter lock meanwhile)."""
+    text, decoder = text[:MAX_CHAT_CHARS], json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            found, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            found = None
+        if isinstance(found, dict) and "scores" in found:
+            return found["scores"]
+        start = text.find("{", start + 1)
+    return None
 
 
 class _HttpReranker:
@@ -58,7 +75,7 @@ class _HttpReranker:
             raise RerankError(f"{who} could not be reached ({type(exc).__name__})") from None
         try:
             return json.loads(bytes(data))
-        except ValueError:
+        except (ValueError, RecursionError):
             raise RerankError(f"{who} answered something that is not JSON") from None
 
     def close(self) -> None:
@@ -132,11 +149,7 @@ class ChatReranker(_HttpReranker):
             text = reply["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise RerankError("the chat answer has no message") from None
-        found = re.search(r"\{.*\}", str(text), re.DOTALL)
-        try:
-            scores = json.loads(found.group(0))["scores"] if found else None
-        except (ValueError, KeyError, TypeError):
-            scores = None
+        scores = scores_in(str(text))
         if not isinstance(scores, list) or not all(
             isinstance(s, int | float) and not isinstance(s, bool) for s in scores
         ):
