@@ -280,3 +280,35 @@ def test_a_pack_inside_a_repository_is_clean_when_its_own_folder_is(tmp_path: Pa
     (pack / "plums.md").unlink()
     (pack / "pears.md").write_text("# Pears\n\nEdited.\n", encoding="utf-8")
     assert git_commit(pack, os.environ) is None
+
+
+def test_a_commit_is_named_only_when_every_file_the_pack_could_serve_is_the_commits(
+    tmp_path: Path,
+) -> None:
+    """An ignored file, or an edit hidden by skip-worktree, makes the pack not the commit;
+    ep-mcp's own hidden folders (``.ep-mcp/``) do not count (they are never served)."""
+    import subprocess
+
+    from ep_mcp.publish import git_commit
+
+    pack = tmp_path / "pack"
+    for rel, text in PACK.items():
+        (pack / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pack / rel).write_text(text, encoding="utf-8")
+    (pack / ".gitignore").write_text("extra.md\n.ep-mcp/\n", encoding="utf-8")
+    head = Git(os.environ).init_commit(pack, "all")
+    (pack / ".ep-mcp").mkdir()
+    (pack / ".ep-mcp" / "index.db").write_bytes(b"not served")
+    assert git_commit(pack, os.environ) == head
+    (pack / "extra.md").write_text("# Extra\n\nIgnored by git, served by the pack.\n", "utf-8")
+    assert git_commit(pack, os.environ) is None
+    (pack / "extra.md").unlink()
+    first = "apples.md"
+    subprocess.run(
+        ["git", "update-index", "--skip-worktree", first],
+        cwd=pack,
+        check=True,
+        capture_output=True,
+    )
+    (pack / first).write_text("# Edited behind skip-worktree\n", encoding="utf-8")
+    assert git_commit(pack, os.environ) is None

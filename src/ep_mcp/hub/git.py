@@ -168,6 +168,11 @@ def _file_source(path: Path, source: str, allow_file: bool) -> TapSource:
     return TapSource(resolved.as_uri(), _name_from(resolved.as_posix()), "file")
 
 
+def _hidden(path: str) -> bool:
+    """A path in a hidden folder or file: never read as part of a pack (``.ep-mcp/``...)."""
+    return any(part.startswith(".") for part in path.split("/"))
+
+
 class Git:
     """Runs git hermetically (:func:`git_env`, :func:`git_options`); ``env`` comes from the edge."""
 
@@ -309,14 +314,16 @@ class Git:
         return first[0] if first and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", first[0]) else None
 
     def is_clean(self, top: Path, gitdir: Path, commit: str, below: Path) -> bool:
-        """Whether ``below`` (inside the checkout ``top``) matches ``commit`` exactly.
+        """Whether ``below`` (inside the checkout ``top``) matches ``commit`` exactly: every
+        file a pack could serve there (not in a hidden folder) is the commit's, unchanged —
+        untracked and ignored ones included.
 
         git runs against a private git folder holding only ep-mcp's config, HEAD (``commit``)
-        and a copy of the checkout's index; objects are read from ``gitdir/objects``. So no
-        config, hook, attribute driver or fsmonitor of the checkout's ``.git`` applies.
+        and an index read from ``commit`` itself (not the checkout's: its skip-worktree and
+        assume-unchanged bits would hide edits); objects are read from ``gitdir/objects``. So
+        no config, hook, attribute driver or fsmonitor of the checkout's ``.git`` applies.
         """
-        index = gitfiles.read_git_file(gitdir, "index", gitfiles.MAX_INDEX_BYTES)
-        if index is None or not gitfiles.is_real_dir(gitdir, "objects"):
+        if not gitfiles.is_real_dir(gitdir, "objects"):
             return False
         exclude = gitfiles.read_git_file(gitdir, "info/exclude") or b""
         try:
@@ -328,7 +335,6 @@ class Git:
                 (shadow / "config").write_text(
                     "[core]\n\trepositoryformatversion = 0\n\tbare = false\n", encoding="ascii"
                 )
-                (shadow / "index").write_bytes(index)
                 (shadow / "info" / "exclude").write_bytes(exclude)
                 paths = {
                     "GIT_DIR": str(shadow),
@@ -336,14 +342,24 @@ class Git:
                     "GIT_OBJECT_DIRECTORY": str(gitdir / "objects"),
                     "GIT_INDEX_FILE": str(shadow / "index"),
                 }
+                self.run(["read-tree", commit], cwd=below, extra_env=paths)
                 out = self.run(
-                    ["status", "--porcelain", "--ignore-submodules=all", "--", "."],
+                    [
+                        "status",
+                        "--porcelain",
+                        "-z",
+                        "--ignored",
+                        "--untracked-files=all",
+                        "--ignore-submodules=all",
+                        "--",
+                        ".",
+                    ],
                     cwd=below,
                     extra_env=paths,
                 )
         except (TapError, OSError):  # git failed, or no room for the private folder: no commit
             return False
-        return not out.strip()
+        return not [entry for entry in out.split("\0") if entry and not _hidden(entry[3:])]
 
     def init_commit(self, repo: Path, message: str) -> str:
         """Commit everything in ``repo`` (``git init`` first when needed); returns the commit.
