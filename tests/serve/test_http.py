@@ -70,6 +70,27 @@ def test_get_search_answers_with_hits_and_no_store_for_keyed_packs(serve_ctx: An
     with_client(serve, ring, fn)
 
 
+@pytest.mark.parametrize("tags", [{"a": 1}, [1, 2], 7, [["x"]]])
+def test_post_search_refuses_tags_that_are_not_text(serve_ctx: Any, tags: object) -> None:
+    serve, ring = serve_ctx
+
+    async def fn(c: httpx2.AsyncClient) -> None:
+        r = await c.post(
+            "/search",
+            json={"q": "compost", "pack": "beta", "tags": tags},
+            headers=bearer("sk-beta"),
+        )
+        assert r.status_code == 400 and "`tags` must be" in r.json()["error"]["message"]
+        ok = await c.post(
+            "/search",
+            json={"q": "compost", "pack": "beta", "tags": ["a", "b"]},
+            headers=bearer("sk-beta"),
+        )
+        assert ok.status_code == 200
+
+    with_client(serve, ring, fn)
+
+
 def test_post_search_checks_the_vector_dimension(serve_ctx: Any) -> None:
     serve, ring = serve_ctx
     dim = serve.library.get("beta").embedder.dimension

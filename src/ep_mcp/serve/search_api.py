@@ -71,9 +71,15 @@ def _count(value: object, name: str) -> int:
 def _tags(value: object, name: str = "tags") -> list[str]:
     if value is None:
         return []
-    if isinstance(value, list):
-        return [str(t).strip() for t in value if str(t).strip()]
-    return [t.strip() for t in str(value).split(",") if t.strip()]
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        return [t.strip() for t in value if t.strip()]
+    if not isinstance(value, str):
+        raise BadRequest(
+            400,
+            f"`{name}` must be comma-separated text or a list of strings — got "
+            f"{type(value).__name__}",
+        )
+    return [t.strip() for t in value.split(",") if t.strip()]
 
 
 def _check_text(value: str, name: str) -> str:
