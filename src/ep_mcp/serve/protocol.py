@@ -31,12 +31,11 @@ from ep_mcp.serve.wire import OneWriteH11Protocol
 logger = logging.getLogger(__name__)
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
-PROTOCOL_CODES: dict[int, str] = {}  # codes only this layer answers (408 is shared: CODES)
 
 
 def envelope_response(status: int, reason: str, message: str) -> bytes:
     """A whole `Connection: close` HTTP/1.1 response carrying the JSON error envelope."""
-    code = CODES.get(status, PROTOCOL_CODES.get(status, str(status)))
+    code = CODES.get(status, str(status))
     body = json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
     head = (
         f"HTTP/1.1 {status} {reason}\r\n"
