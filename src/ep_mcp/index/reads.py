@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -24,7 +25,7 @@ class StoreReads:
     @staticmethod
     def _row(row: Sequence[Any]) -> StoredChunk:
         cid, path, idx, hp, ls, le, bs, be, text, prefix, span, section, tokens = row[:13]
-        heading_path = tuple(json.loads(hp))
+        heading_path = json_tuple(hp)
         chunk = ChunkRecord(
             path, idx, heading_path, (ls, le), (bs, be), text, prefix, span, section, tokens
         )
@@ -67,8 +68,16 @@ class StoreReads:
         return [_file_record(r) for r in rows.fetchall()]
 
 
+@functools.lru_cache(maxsize=8192)
+def json_tuple(raw: str) -> tuple[str, ...]:
+    """A JSON list column (heading paths, tags) as a tuple, decoded once per distinct text:
+    a query reads a few dozen rows whose paths and tags repeat (tuples are immutable, so
+    sharing them is safe)."""
+    return tuple(json.loads(raw))
+
+
 def _file_record(r: Sequence[Any]) -> FileRecord:
     """A ``files`` row (path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id,
     info) as its record."""
-    tags = tuple(json.loads(r[6]))
+    tags = json_tuple(r[6])
     return FileRecord(r[0], r[1], r[2], r[3], r[4], r[5], tags, r[7], json.loads(r[8]))

@@ -203,9 +203,15 @@ def test_a_slow_reranker_never_has_more_than_two_calls_running() -> None:
     guard = GuardedReranker(Slow(), 10)
     try:
         for i in range(5):
-            with pytest.raises(RerankError):
+            with pytest.raises(RerankError) as caught:
                 guard.score(f"q{i}", ["p"])
-        assert len(started) == 2  # the other three were told it is busy, nothing started
+            if i >= 2:  # both slots are held by the calls still running
+                assert "still answering 2 earlier queries" in str(caught.value)
+        for _ in range(1000):  # the two threads may not have begun yet: a bounded wait
+            if len(started) >= 2:
+                break
+            release.wait(0.01)
+        assert len(started) == 2  # the other three never started a call
     finally:
         release.set()
 
