@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import anyio
 import httpx2
 import pytest
 
-from ep_mcp.config import load_settings
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.http_app import create_app
+
+from .test_http import with_client
 
 MCP = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY = {**MCP, "MCP-Protocol-Version": "2025-06-18"}
@@ -29,22 +28,6 @@ INIT = {
         "clientInfo": {"name": "t", "version": "1"},
     },
 }
-
-Call = Callable[[httpx2.AsyncClient], Awaitable[None]]
-
-
-def with_client(serve: Any, ring: KeyRing, fn: Call, **server: Any) -> None:
-    app = create_app(serve, load_settings(data={"server": server}).server, ring)
-
-    async def go() -> None:
-        async with app.router.lifespan_context(app):
-            transport = httpx2.ASGITransport(app=app)
-            async with httpx2.AsyncClient(
-                transport=transport, base_url="http://127.0.0.1:8000"
-            ) as c:
-                await fn(c)
-
-    anyio.run(go)
 
 
 def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
