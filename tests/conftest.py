@@ -14,6 +14,9 @@ import pytest
 
 from ep_mcp.bench.reliability import DAMAGE as BENCH_DAMAGE
 
+# a throwaway PostgreSQL + pgvector: postgres_cluster, postgres_dsn, postgres_database
+pytest_plugins = ["postgres_server"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_ENV = "EP_MCP_SHARED"  # the shared folder (packs/, skills/); default ../shared
 SHARED = Path(os.environ.get(SHARED_ENV) or REPO.parent / "shared")
