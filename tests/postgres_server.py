@@ -269,9 +269,12 @@ def _reachable_copy(install: PgInstall, root: Path) -> PgInstall:
             f"searchable by others), and initdb refuses root — put it in a world-readable folder"
         )
     os.chmod(root, 0o755)
-    copy = root / "pginstall"
-    shutil.copytree(install.bindir.parent, copy, symlinks=True)
-    return PgInstall(copy / "bin", install.origin)
+    # the wheel's binaries find their libraries at $ORIGIN/../../../pgserver.libs: copy both
+    package = install.bindir.parents[1]  # site-packages/pgserver
+    for folder in (package, package.with_name("pgserver.libs")):
+        if folder.is_dir():
+            shutil.copytree(folder, root / "wheel" / folder.name, symlinks=True)
+    return PgInstall(root / "wheel" / package.name / "pginstall" / "bin", install.origin)
 
 
 @pytest.fixture(scope="session")
