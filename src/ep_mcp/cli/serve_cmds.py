@@ -24,8 +24,10 @@ from ep_mcp.cli.app import (
 )
 from ep_mcp.config import Settings
 from ep_mcp.errors import ConfigError
+from ep_mcp.serve.cpu_budget import CpuBudget, cpu_budget
 
 logger = logging.getLogger(__name__)
+progress_log = logging.getLogger("ep_mcp.progress")  # shown by the CLI at its default level
 
 
 def serve_settings(
@@ -63,16 +65,31 @@ MAX_DEFAULT_WORKERS = 4
 
 
 def default_workers(
-    transport: str, watching: bool, cpus: int | None = None, *, example: bool = False
+    transport: str,
+    watching: bool,
+    cpus: int | None = None,
+    *,
+    example: bool = False,
+    budget: CpuBudget | None = None,
 ) -> int:
-    """Worker processes when --workers is not given: one per CPU (up to 4) for HTTP, since one
-    process runs Python on one core at a time (2 workers on 2 cores measured best:
+    """Worker processes when --workers is not given: one per usable CPU (up to 4) for HTTP,
+    since one process runs Python on one core at a time (2 workers on 2 cores measured best:
     docs/bench/serve.md); 1 for stdio, while watching files (one process re-indexes) and for
     the bundled example pack (the quick start: one process serves at once, words first, while
-    several would wait for their parent's whole build)."""
+    several would wait for their parent's whole build). Usable CPUs are what `cpu_budget`
+    reads (or ``budget``): the cgroup's CPU quota and the affinity mask, capped by the memory
+    limit — in a container, not the node's CPU count; ``cpus`` (tests) replaces all that."""
     if transport != "http" or watching or example:
         return 1
-    return max(1, min(cpus or os.cpu_count() or 1, MAX_DEFAULT_WORKERS))
+    if cpus is None:
+        budget = budget or cpu_budget()
+        workers = max(1, min(budget.workers, MAX_DEFAULT_WORKERS))
+        if workers < min(budget.affinity, MAX_DEFAULT_WORKERS):  # a container's limit chose
+            progress_log.info("%d worker(s) by default: %s", workers, budget.source)
+        else:
+            logger.debug("%d worker(s) by default: %s", workers, budget.source)
+        return workers
+    return max(1, min(cpus, MAX_DEFAULT_WORKERS))
 
 
 @main.command("serve")
@@ -98,7 +115,8 @@ def default_workers(
     type=click.IntRange(1, 64),
     default=None,
     help="HTTP worker processes; each opens the read-only index (no --watch with more than "
-    "1). Default: one per CPU up to 4 for HTTP without --watch, else 1.",
+    "1). Default: one per usable CPU (cgroup quota, affinity; within the memory limit) up "
+    "to 4 for HTTP without --watch, else 1.",
 )
 @provider_option
 @index_dir_option
