@@ -3,7 +3,8 @@
 Fixtures (registered from tests/conftest.py through ``pytest_plugins``):
 
 - ``postgres_cluster`` (session): the running cluster, a `PgCluster` (``.dsn(db)``,
-  ``.sql(db, q)``, ``.create_database()``, ``.drop_database(db)``);
+  ``.sql(db, q)``, ``.create_database()``, ``.drop_database(db)``, ``.start_replica()`` — a
+  streaming read replica on its own port);
 - ``postgres_dsn`` (session): a libpq DSN of a fresh database where ``CREATE EXTENSION
   vector`` worked;
 - ``postgres_database`` (per test): a factory of more fresh databases (each with ``vector``),
@@ -168,18 +169,27 @@ class PgCluster:
         self._names = itertools.count(1)
 
     @classmethod
-    def start(cls, install: PgInstall) -> PgCluster:
+    def start(cls, install: PgInstall, *, primary: PgCluster | None = None) -> PgCluster:
+        """A new cluster; with ``primary``, a streaming read replica of it (pg_basebackup -R:
+        a hot standby that follows the primary's WAL and refuses writes)."""
         owner = UNPRIVILEGED if os.geteuid() == 0 else None
         root = Path(tempfile.mkdtemp(prefix="ep-pg-"))
         try:
             if owner is not None:
-                install = _reachable_copy(install, root)
+                if primary is None:
+                    install = _reachable_copy(install, root)
                 os.chown(root, pwd.getpwnam(owner).pw_uid, -1)
             cluster = cls(install, root, 0, owner)
-            cluster._run(
-                "initdb", "-D", str(cluster.data), "-U", "postgres", "--auth=trust",
-                "--encoding=UTF8", "--locale=C", "--no-sync",
-            )  # fmt: skip
+            if primary is None:
+                cluster._run(
+                    "initdb", "-D", str(cluster.data), "-U", "postgres", "--auth=trust",
+                    "--encoding=UTF8", "--locale=C", "--no-sync",
+                )  # fmt: skip
+            else:  # initdb's pg_hba.conf lets 127.0.0.1 replicate (trust)
+                cluster._run(
+                    "pg_basebackup", "-h", "127.0.0.1", "-p", str(primary.port), "-U",
+                    "postgres", "-D", str(cluster.data), "-R", "-X", "stream", "--no-sync",
+                )  # fmt: skip
             for _ in range(3):  # a free port can be taken between the probe and the bind
                 cluster.port = free_port()
                 if cluster._pg_ctl_start():
@@ -223,18 +233,28 @@ class PgCluster:
         )  # fmt: skip
         return done.returncode == 0
 
+    def start_replica(self) -> PgCluster:
+        """A streaming read replica of this cluster on its own port (stop it when done)."""
+        if not os.access(self.install.bindir / "pg_basebackup", os.X_OK):
+            pytest.skip(f"no pg_basebackup in {self.install.bindir}: no read replica here")
+        return PgCluster.start(self.install, primary=self)
+
     def dsn(self, dbname: str = "postgres") -> str:
         return f"host=127.0.0.1 port={self.port} user=postgres dbname={dbname}"
 
     def sql(self, dbname: str, query: str) -> str:
         """Run ``query`` with psql in ``dbname``; its unaligned, tuples-only output."""
+        return self.sql_dsn(self.dsn(dbname), query)
+
+    def sql_dsn(self, dsn: str, query: str) -> str:
+        """Run ``query`` with psql connected by ``dsn`` (any libpq DSN)."""
         done = subprocess.run(
             [str(self.install.bindir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-             "-d", self.dsn(dbname), "-c", query],
+             "-d", dsn, "-c", query],
             capture_output=True, text=True, env=self._env(), timeout=_WAIT_S,
         )  # fmt: skip
         if done.returncode != 0:
-            raise PgError(f"psql in {dbname} failed: {done.stderr.strip()[-2000:]}")
+            raise PgError(f"psql ({dsn}) failed: {done.stderr.strip()[-2000:]}")
         return done.stdout.strip()
 
     def create_database(self, name: str | None = None) -> str:

@@ -5,10 +5,13 @@ missing and how to get it."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from postgres_server import HOW, PG_BIN_ENV, PgCluster, PgInstall, find_postgres
+import pytest
+
+from postgres_server import HOW, PG_BIN_ENV, PgCluster, PgError, PgInstall, find_postgres
 
 
 def test_the_dsn_names_a_fresh_database_where_pgvector_answers(
@@ -112,3 +115,37 @@ def test_an_ep_pg_bin_whose_server_lacks_pgvector_says_so(tmp_path: Path) -> Non
     assert reason == (
         f"{PG_BIN_ENV}={tmp_path / 'bin'}: that server has no pgvector (no vector.control) — {HOW}"
     )
+
+
+def test_a_read_replica_follows_the_primary_and_a_dsn_can_prefer_it(
+    postgres_database: Callable[[], str], postgres_cluster: PgCluster
+) -> None:
+    """The primary + read replica of docs/deploy.md: the replica streams the primary's WAL,
+    refuses writes, and a two-host DSN picks it (prefer-standby) or the primary (read-write)."""
+    replica = postgres_cluster.start_replica()
+    try:
+        db = postgres_database().rsplit("dbname=", 1)[1]
+        postgres_cluster.sql(db, "CREATE TABLE published (version text)")
+        postgres_cluster.sql(db, "INSERT INTO published VALUES ('v2')")
+        for _ in range(600):  # a bounded poll: replay takes milliseconds, a loaded box longer
+            try:
+                if replica.sql(db, "SELECT version FROM published") == "v2":
+                    break
+            except PgError:  # the database or table has not been replayed yet
+                pass
+            time.sleep(0.1)
+        assert replica.sql(db, "SELECT version FROM published") == "v2"
+        assert replica.sql(db, "SELECT pg_is_in_recovery()") == "t"
+        with pytest.raises(PgError, match="read-only transaction"):
+            replica.sql(db, "INSERT INTO published VALUES ('v3')")
+        both = (
+            f"host=127.0.0.1,127.0.0.1 port={replica.port},{postgres_cluster.port} "
+            f"user=postgres dbname={db}"
+        )
+        for attrs, standby in (("prefer-standby", "t"), ("read-write", "f")):
+            got = replica.sql_dsn(
+                f"{both} target_session_attrs={attrs}", "SELECT pg_is_in_recovery()"
+            )
+            assert got == standby, attrs
+    finally:
+        replica.stop()
