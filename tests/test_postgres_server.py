@@ -5,6 +5,7 @@ missing and how to get it."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -149,3 +150,38 @@ def test_a_read_replica_follows_the_primary_and_a_dsn_can_prefer_it(
             assert got == standby, attrs
     finally:
         replica.stop()
+
+
+def _install(prefix: Path) -> subprocess.CompletedProcess[str]:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "install_pgvector.sh"
+    return subprocess.run(
+        ["bash", str(script), str(prefix)], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_install_script_reuses_a_finished_build_it_owns(tmp_path: Path) -> None:
+    prefix = tmp_path / "pg"
+    prefix.mkdir(mode=0o755)
+    os.chmod(prefix, 0o755)
+    (prefix / ".ep-mcp-pgvector").write_text("PostgreSQL 15.20 + pgvector 0.8.0\n")
+    done = _install(prefix)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == str(prefix / "usr/lib/postgresql/15/bin")
+    assert "reusing PostgreSQL 15.20 + pgvector 0.8.0" in done.stderr
+
+
+def test_the_install_script_never_reuses_a_folder_others_may_write_or_a_half_build(
+    tmp_path: Path,
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / ".ep-mcp-pgvector").write_text("PostgreSQL 15.20 + pgvector 0.8.0\n")
+    os.chmod(shared, 0o777)  # anyone could have put a server there
+    half = tmp_path / "half"
+    half.mkdir()  # no marker: an interrupted or foreign folder
+    for prefix in (shared, half):
+        done = _install(prefix)
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.strip() == (
+            f"install_pgvector: {prefix} exists but is not a finished build: remove it first"
+        )
