@@ -29,6 +29,7 @@ from ep_mcp.serve import guide, resources
 from ep_mcp.serve.auth import Access
 from ep_mcp.serve.querylog import QueryLog
 from ep_mcp.serve.skill_publish import install_skills
+from ep_mcp.serve.subscriptions import ChangeHub, SubscribableServer, install_subscriptions
 from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class ServeContext:
     # searches (no embedder or the hashing one): a thread hop there costs more than the search,
     # because the loop then waits for the GIL on every socket call (`ep-mcp bench serve`).
     inline: bool = False
+    changes: ChangeHub = field(default_factory=ChangeHub)  # the watcher's changes, to subscribers
 
 
 READY_WAIT_S = 30.0  # how long a request waits for the start-up build before it says so
@@ -234,8 +236,12 @@ def _not_found(message: str, uri: str) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri[:500]})
 
 
-def build_server(serve: ServeContext, access: Access | None = None) -> McpServer:
-    """One MCP server over ``access`` (None: every pack and the hub, as on stdio)."""
+def build_server(
+    serve: ServeContext, access: Access | None = None, *, sessions: bool = False
+) -> McpServer:
+    """One MCP server over ``access`` (None: every pack and the hub, as on stdio).
+    ``sessions``: the transport keeps a back-channel per client (stdio), so the 2025 era's
+    `resources/subscribe` can be served (`serve/subscriptions.py`)."""
     view = PackScope(serve, access if access is not None else full_access(serve))
     pack_tools = {spec.name for spec in tools("pack")}
     packs = [serve.library.runtimes[s].pack for s in view.all_slugs()]
@@ -293,16 +299,21 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
             ]
         )
 
-    async def read_resource(
-        ctx: Ctx, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        uri = str(params.uri)
+    def read_text(uri: str) -> tuple[str, str, str]:
+        """(slug, mime type, text) of a resource this server serves, else the MCP error."""
         try:
             scheme, slug, rest = resources.split_uri(uri)
             rt = view.runtime(slug)
             mime, text = resources.read(rt.pack, scheme, rest, rt.build_state)
         except EpMcpError as exc:
             raise _not_found(str(exc), uri) from None
+        return slug, mime, text
+
+    async def read_resource(
+        ctx: Ctx, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        slug, mime, text = read_text(uri)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)],
             ttl_ms=0,
@@ -365,7 +376,7 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
             )
         )
 
-    server: McpServer = Server(
+    server = SubscribableServer(
         SERVER_NAME,
         version=version(),
         title="ep-mcp" + (f" · {packs[0].name}" if len(packs) == 1 else ""),
@@ -383,4 +394,6 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
         ),
     )
     install_skills(server, view)
+    feed = serve.changes.feed(frozenset(view.all_slugs()))
+    install_subscriptions(server, feed, read_text, sessions=sessions)
     return server
