@@ -184,22 +184,23 @@ def test_what_a_session_cannot_read_it_cannot_subscribe_to(served: Any, uri: str
 def test_a_keyed_packs_changes_reach_only_sessions_that_open_it(served: Any) -> None:
     serve, watcher, packs = served
     beta_only = Access(frozenset({"beta"}), False)
+    files = "ep://beta/files"
 
     async def go() -> None:
         inbox = Inbox()
         async with (
-            legacy(serve, inbox, beta_only),
+            legacy(serve, inbox, beta_only) as old,
             Client(build_server(serve, beta_only)) as modern,
-            modern.listen(resources_list_changed=True) as sub,
+            modern.listen(resources_list_changed=True, resource_subscriptions=[files]) as sub,
         ):
-            # a file added to alpha (keyed): neither era's beta-only session hears of it
+            await old.subscribe_resource(files)
+            # a file added to alpha (keyed), then an edit in beta: neither era's beta-only
+            # session hears of the first (its list_changed would come before beta's news)
             await edit(watcher, (packs["alpha"] / "new.md", "# New\n\nAlpha secret.\n"))
-            await edit(watcher, (packs["beta"] / "new.md", "# New\n\nBeta news.\n"))
-            assert await inbox.next() == ("list_changed", "")  # beta's batch, the first sent
+            await edit(watcher, (packs["beta"] / "compost.md", "# Compost\n\nBeta news.\n"))
+            assert await inbox.next() == ("updated", files)
             with anyio.fail_after(WAIT_S):
-                assert await anext(sub) == ResourcesListChanged()
-            await edit(watcher, (packs["beta"] / "new.md", None))
-            assert await inbox.next() == ("list_changed", "")  # not a second one from alpha
+                assert await anext(sub) == ResourceUpdated(uri=files)
 
     anyio.run(go)
 

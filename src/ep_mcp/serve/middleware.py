@@ -240,7 +240,7 @@ class BodyLimitMiddleware:
         if body is None:
             await too_big(scope, receive, send)
             return
-        await self.app(scope, replay(body), send)
+        await self.app(scope, replay(body, then=receive), send)  # then: the real disconnect
 
 
 async def read_body(receive: Receive, limit: int) -> bytes | None:
