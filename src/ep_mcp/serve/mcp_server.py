@@ -10,7 +10,10 @@ describe only what the caller may see.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import functools
+import importlib.resources
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -134,6 +137,15 @@ def full_access(serve: ServeContext) -> Access:
     return Access(frozenset(serve.library.slugs()), serve.hub is not None)
 
 
+@functools.cache
+def icon() -> types.Icon:
+    """ep-mcp's icon (a page under a magnifier) as a `data:` URI: a host shows it with no
+    request to anywhere."""
+    svg = importlib.resources.files("ep_mcp").joinpath("data/icon.svg").read_bytes()
+    src = "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii")
+    return types.Icon(src=src, mime_type="image/svg+xml", sizes=["any"])
+
+
 def tool_specs(view: PackScope) -> list[ToolSpec]:
     specs = tools("pack") if view.access.packs else []
     if view.hub is not None:
@@ -148,6 +160,7 @@ def _tool(spec: ToolSpec) -> types.Tool:
         description=spec.description,
         input_schema=dict(spec.input_schema),
         output_schema=dict(spec.output_schema) if spec.output_schema else None,
+        icons=[icon()],
         annotations=types.ToolAnnotations(
             title=spec.title,
             read_only_hint=True,
@@ -381,6 +394,7 @@ def build_server(
         version=version(),
         title="ep-mcp" + (f" · {packs[0].name}" if len(packs) == 1 else ""),
         instructions=guide.instructions(packs) if packs else None,
+        icons=[icon()],
         on_list_tools=list_tools,
         on_call_tool=call,
         on_list_resources=list_resources,
