@@ -238,3 +238,22 @@ def test_stateless_http_servers_offer_no_2025_subscriptions(served: Any) -> None
                 await c.subscribe_resource(GARDENING)
 
     anyio.run(go)
+
+
+@pytest.mark.parametrize("sessions", [True, False])
+def test_without_a_watcher_no_subscriptions_are_offered(served: Any, sessions: bool) -> None:
+    serve, _, _ = served
+    serve.changes.watched = False  # as `serve --no-watch` and `--workers` run
+
+    async def go() -> None:
+        async with Client(build_server(serve, sessions=sessions), mode="legacy") as c:
+            caps = c.server_capabilities.resources
+            assert caps is not None and not caps.subscribe and not caps.list_changed
+        async with Client(build_server(serve, sessions=sessions)) as c:
+            caps = c.server_capabilities.resources
+            assert caps is not None and not caps.subscribe and not caps.list_changed
+            with pytest.raises(MCPError, match=r"[Mm]ethod not found"):
+                async with c.listen(resource_subscriptions=[GARDENING]):
+                    pass
+
+    anyio.run(go)

@@ -120,6 +120,7 @@ def run(
         raise ConfigError("--workers needs --transport http")
     if workers > 1 and watch:
         raise ConfigError("--watch cannot be used with --workers above 1 — pick one")
+    serve.changes.watched = watch  # no watcher: no subscriptions offered
     if transport == "stdio":
         run_stdio(serve, watch)
     elif workers > 1:
@@ -306,6 +307,7 @@ def worker_app(settings: Settings) -> Starlette:
     logsafe.configure(settings.server.log_level)  # a spawned worker has no handler yet
     # no backfill here: an index found damaged is rebuilt whole, vectors included
     serve, ring = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
+    serve.changes.watched = False  # a worker runs no watcher: no subscriptions offered
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:

@@ -408,6 +408,7 @@ def build_server(
         ),
     )
     install_skills(server, view)
-    feed = serve.changes.feed(frozenset(view.all_slugs()))
-    install_subscriptions(server, feed, read_text, sessions=sessions)
+    if serve.changes.watched:
+        feed = serve.changes.feed(frozenset(view.all_slugs()))
+        install_subscriptions(server, feed, read_text, sessions=sessions)
     return server

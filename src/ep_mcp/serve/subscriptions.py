@@ -166,7 +166,8 @@ class Feed:
         for uri in uris:
             self.bus.post(ResourceUpdated(uri=uri))
         for session in self.sessions():
-            wanted = [session.uris[u] for u in uris if u in session.uris]
+            given = session.uris  # the loop may change it meanwhile: look up once each
+            wanted = [w for w in (given.get(u) for u in uris) if w is not None]
             if session.peer is not None and (listed or wanted):
                 self._spawn(session.loop, _notify(session.peer, listed, wanted))
 
@@ -196,9 +197,12 @@ async def _notify(peer: ServerSession, listed: bool, uris: Sequence[str]) -> Non
 
 
 class ChangeHub:
-    """Every feed of the process; the watcher publishes each batch's reloads here."""
+    """Every feed of the process; the watcher publishes each batch's reloads here.
+    ``watched``: a watcher runs (`serve --watch`); servers built without one offer no
+    subscriptions, since nothing would ever be sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, watched: bool = True) -> None:
+        self.watched = watched
         self._feeds: weakref.WeakSet[Feed] = weakref.WeakSet()
         self._lock = threading.Lock()
 
