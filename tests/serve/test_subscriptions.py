@@ -257,3 +257,27 @@ def test_without_a_watcher_no_subscriptions_are_offered(served: Any, sessions: b
                     pass
 
     anyio.run(go)
+
+
+def test_the_manifest_authority_and_skill_files_are_told_of_too(served: Any) -> None:
+    serve, watcher, packs = served
+    alpha = packs["alpha"]
+    manifest = (alpha / "manifest.yaml").read_text()
+    skill = "skill://alpha/concepts/ports.md"
+
+    async def go() -> None:
+        inbox = Inbox()
+        async with legacy(serve, inbox) as c:  # every pack (stdio): alpha is readable
+            for uri in ("ep://alpha/authority", "ep://alpha/manifest", skill):
+                await c.subscribe_resource(uri)
+            bigger = manifest.replace("in_scope: Routers and ports.", "in_scope: Routers.")
+            await edit(watcher, (alpha / "manifest.yaml", bigger))
+            assert await inbox.next() == ("updated", "ep://alpha/authority")
+            assert await inbox.next() == ("updated", "ep://alpha/manifest")
+            ports = (alpha / "concepts/ports.md").read_text() + "\nPort 22 is SSH.\n"
+            await edit(watcher, (alpha / "concepts/ports.md", ports))
+            assert await inbox.next() == ("updated", skill)
+            text = (await c.read_resource(skill)).contents[0].text  # type: ignore[union-attr]
+            assert "Port 22 is SSH." in text
+
+    anyio.run(go)
