@@ -14,7 +14,7 @@ import anyio.to_thread
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
+from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
 from ep_mcp.config_env import resolve_environment
@@ -44,6 +44,8 @@ class Inbox:
             self.send.send_nowait(("updated", str(root.params.uri)))
         elif isinstance(root, types.ResourceListChangedNotification):
             self.send.send_nowait(("list_changed", ""))
+        elif isinstance(root, types.PromptListChangedNotification):
+            self.send.send_nowait(("prompts", ""))
 
     async def next(self) -> tuple[str, str]:
         with anyio.fail_after(WAIT_S):
@@ -279,5 +281,28 @@ def test_the_manifest_authority_and_skill_files_are_told_of_too(served: Any) -> 
             assert await inbox.next() == ("updated", skill)
             text = (await c.read_resource(skill)).contents[0].text  # type: ignore[union-attr]
             assert "Port 22 is SSH." in text
+
+    anyio.run(go)
+
+
+def test_a_new_workflow_file_changes_the_prompt_list_in_both_eras(served: Any) -> None:
+    serve, watcher, packs = served
+    workflow = "---\ntitle: Repot\ntype: workflow\n---\n# Repot\n\n1. Lift the plant.\n"
+
+    async def go() -> None:
+        inbox = Inbox()
+        async with (
+            legacy(serve, inbox) as old,
+            Client(build_server(serve)) as modern,
+            modern.listen(prompts_list_changed=True) as sub,
+        ):
+            caps = old.server_capabilities.prompts
+            assert caps is not None and caps.list_changed
+            await edit(watcher, (packs["beta"] / "repot.md", workflow))
+            assert await inbox.next() == ("prompts", "")
+            assert await inbox.next() == ("list_changed", "")  # a file was added too
+            with anyio.fail_after(WAIT_S):
+                assert await anext(sub) == PromptsListChanged()
+            assert "beta/repot" in [p.name for p in (await old.list_prompts()).prompts]
 
     anyio.run(go)

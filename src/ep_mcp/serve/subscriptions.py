@@ -39,6 +39,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
     ListenHandler,
+    PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated,
     ServerEvent,
@@ -48,7 +49,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ep_mcp.errors import NotFoundError
 from ep_mcp.packs.models import Pack
-from ep_mcp.serve import resources
+from ep_mcp.serve import guide, resources
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class PackChange:
     slug: str
     uris: frozenset[str]  # resource URIs whose content changed (canonical spelling)
     listed: bool  # files were added or removed
+    prompted: bool = False  # the pack's prompts changed (names, descriptions or sources)
 
 
 def pack_changes(reloads: Iterable[tuple[Pack, Pack]]) -> list[PackChange]:
@@ -75,8 +77,9 @@ def pack_changes(reloads: Iterable[tuple[Pack, Pack]]) -> list[PackChange]:
     changes = []
     for old, new in reloads:
         uris, listed = resources.changed_uris(old, new)
-        if uris or listed:
-            changes.append(PackChange(new.slug, uris, listed))
+        prompted = guide.pack_prompts(old) != guide.pack_prompts(new)
+        if uris or listed or prompted:
+            changes.append(PackChange(new.slug, uris, listed, prompted))
     return changes
 
 
@@ -161,6 +164,9 @@ class Feed:
             return
         uris = sorted(set().union(*(c.uris for c in mine)))
         listed = any(c.listed for c in mine)
+        prompted = any(c.prompted for c in mine)
+        if prompted:
+            self.bus.post(PromptsListChanged())
         if listed:
             self.bus.post(ResourcesListChanged())
         for uri in uris:
@@ -168,8 +174,8 @@ class Feed:
         for session in self.sessions():
             given = session.uris  # the loop may change it meanwhile: look up once each
             wanted = [w for w in (given.get(u) for u in uris) if w is not None]
-            if session.peer is not None and (listed or wanted):
-                self._spawn(session.loop, _notify(session.peer, listed, wanted))
+            if session.peer is not None and (prompted or listed or wanted):
+                self._spawn(session.loop, _notify(session.peer, prompted, listed, wanted))
 
     def _spawn(self, loop: asyncio.AbstractEventLoop, job: Coroutine[Any, Any, None]) -> None:
         def start() -> None:
@@ -189,7 +195,9 @@ class Feed:
                 loop.call_soon_threadsafe(self.listen.close)
 
 
-async def _notify(peer: ServerSession, listed: bool, uris: Sequence[str]) -> None:
+async def _notify(peer: ServerSession, prompted: bool, listed: bool, uris: Sequence[str]) -> None:
+    if prompted:
+        await peer.send_prompt_list_changed()
     if listed:
         await peer.send_resource_list_changed()
     for uri in uris:
@@ -236,8 +244,8 @@ class ChangeHub:
 
 
 class SubscribableServer(Server[Any]):
-    """The SDK's server, advertising `resources.listChanged` in the 2025 handshake where
-    the transport can carry it (`list_changes`: stdio)."""
+    """The SDK's server, advertising `resources.listChanged` and `prompts.listChanged` in
+    the 2025 handshake where the transport can carry them (`list_changes`: stdio)."""
 
     list_changes = False
 
@@ -248,7 +256,9 @@ class SubscribableServer(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         if notification_options is None:
-            notification_options = NotificationOptions(resources_changed=self.list_changes)
+            notification_options = NotificationOptions(
+                prompts_changed=self.list_changes, resources_changed=self.list_changes
+            )
         return super().create_initialization_options(
             notification_options, experimental_capabilities, extensions
         )
