@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequen
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
@@ -196,12 +197,15 @@ class Feed:
 
 
 async def _notify(peer: ServerSession, prompted: bool, listed: bool, uris: Sequence[str]) -> None:
-    if prompted:
-        await peer.send_prompt_list_changed()
-    if listed:
-        await peer.send_resource_list_changed()
-    for uri in uris:
-        await peer.send_resource_updated(uri)
+    try:
+        if prompted:
+            await peer.send_prompt_list_changed()
+        if listed:
+            await peer.send_resource_list_changed()
+        for uri in uris:
+            await peer.send_resource_updated(uri)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):  # the client has gone
+        logger.debug("a session closed before it was told of a change")
 
 
 class ChangeHub:
