@@ -138,3 +138,28 @@ def test_every_tool_is_annotated_read_only_and_only_discovery_reaches_out(open_c
 
     assert get_tool("skill_discover_github").open_world
     assert not get_tool("skill_search").open_world
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_tool_and_the_server_carry_an_icon_and_tools_an_output_schema(
+    open_ctx: Any, mode: str
+) -> None:
+    import base64
+    import xml.etree.ElementTree as ET
+
+    async def go() -> None:
+        async with Client(build_server(open_ctx), mode=mode) as c:
+            listed = (await c.list_tools()).tools
+            assert listed
+            info = c.server_info
+            assert info is not None and info.icons
+            for icons in [info.icons, *(t.icons for t in listed)]:
+                assert icons is not None and len(icons) == 1
+                (only,) = icons
+                assert only.mime_type == "image/svg+xml"
+                head, _, data = only.src.partition(",")
+                assert head == "data:image/svg+xml;base64"  # no request to anywhere
+                assert ET.fromstring(base64.b64decode(data)).tag.endswith("svg")
+            assert all(t.output_schema and t.output_schema["type"] == "object" for t in listed)
+
+    anyio.run(go)

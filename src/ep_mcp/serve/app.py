@@ -120,6 +120,7 @@ def run(
         raise ConfigError("--workers needs --transport http")
     if workers > 1 and watch:
         raise ConfigError("--watch cannot be used with --workers above 1 — pick one")
+    serve.changes.watched = watch  # no watcher: no subscriptions offered
     if transport == "stdio":
         run_stdio(serve, watch)
     elif workers > 1:
@@ -136,7 +137,7 @@ def run_stdio(serve: ServeContext, watch: bool) -> None:
     from ep_mcp.serve.mcp_server import build_server
     from ep_mcp.serve.watch import watching
 
-    server = build_server(serve)
+    server = build_server(serve, sessions=True)  # stdio: one client, one back-channel
 
     async def go() -> None:
         async with stdio_server() as (read, write):
@@ -144,7 +145,7 @@ def run_stdio(serve: ServeContext, watch: bool) -> None:
 
     with (
         _sigterm_as_interrupt(),  # a host's SIGTERM stops as Ctrl-C does: `closing` runs
-        watching(serve.library, watch),
+        watching(serve.library, watch, serve.changes.publish),
         backfilling(serve.library),
         artifacts(serve),
     ):
@@ -246,15 +247,24 @@ def run_http(
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:
-        with watching(serve.library, watch), backfilling(serve.library), artifacts(serve):
+        with (
+            watching(serve.library, watch, serve.changes.publish),
+            backfilling(serve.library),
+            artifacts(serve),
+        ):
             yield
 
     app = create_app(serve, server, ring, background=background)
     config = uvicorn.Config(app, **_uvicorn_options(server))  # type: ignore[arg-type]
     sock = sock or bind(server.host, server.port)
     on_ready(service_url(server))
+
+    def stopping() -> None:  # begin no other pack; end the listen streams, or they hold on
+        serve.library.readiness.stopping.set()
+        serve.changes.close()
+
     server_class = _server_class()
-    server_class(config, serve.library.readiness.stopping.set).run(sockets=[sock])
+    server_class(config, stopping).run(sockets=[sock])
 
 
 def run_http_workers(
@@ -297,6 +307,7 @@ def worker_app(settings: Settings) -> Starlette:
     logsafe.configure(settings.server.log_level)  # a spawned worker has no handler yet
     # no backfill here: an index found damaged is rebuilt whole, vectors included
     serve, ring = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
+    serve.changes.watched = False  # a worker runs no watcher: no subscriptions offered
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:

@@ -67,6 +67,17 @@ def _bad_ids(body: bytes) -> bool:
     )
 
 
+def _listens(body: bytes) -> bool:
+    """True for a `subscriptions/listen` request: its response is a stream that lasts until
+    the client disconnects, so the SDK must hear the real disconnect."""
+    if b"subscriptions/listen" not in body:
+        return False
+    with contextlib.suppress(ValueError, RecursionError):
+        data = json.loads(body)
+        return isinstance(data, dict) and data.get("method") == "subscriptions/listen"
+    return False
+
+
 def _json_content(scope: Scope) -> bool:
     """The SDK's Content-Type rule for a POST to an MCP endpoint: one starting
     `application/json` (any case, parameters allowed)."""
@@ -151,7 +162,9 @@ class McpEndpoint:
             return
         if await answer_tool_call(manager, scope, body, send):  # a plain stateless tools/call
             return
-        await manager.handle_request(scope, replay(body), send)
+        await manager.handle_request(
+            scope, replay(body, then=receive if _listens(body) else None), send
+        )
 
 
 def _manager(

@@ -10,7 +10,10 @@ describe only what the caller may see.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import functools
+import importlib.resources
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,6 +32,7 @@ from ep_mcp.serve import guide, resources
 from ep_mcp.serve.auth import Access
 from ep_mcp.serve.querylog import QueryLog
 from ep_mcp.serve.skill_publish import install_skills
+from ep_mcp.serve.subscriptions import ChangeHub, SubscribableServer, install_subscriptions
 from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
 
 if TYPE_CHECKING:
@@ -57,6 +61,7 @@ class ServeContext:
     # searches (no embedder or the hashing one): a thread hop there costs more than the search,
     # because the loop then waits for the GIL on every socket call (`ep-mcp bench serve`).
     inline: bool = False
+    changes: ChangeHub = field(default_factory=ChangeHub)  # the watcher's changes, to subscribers
 
 
 READY_WAIT_S = 30.0  # how long a request waits for the start-up build before it says so
@@ -132,6 +137,15 @@ def full_access(serve: ServeContext) -> Access:
     return Access(frozenset(serve.library.slugs()), serve.hub is not None)
 
 
+@functools.cache
+def icon() -> types.Icon:
+    """ep-mcp's icon (a page under a magnifier) as a `data:` URI: a host shows it with no
+    request to anywhere."""
+    svg = importlib.resources.files("ep_mcp").joinpath("data/icon.svg").read_bytes()
+    src = "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii")
+    return types.Icon(src=src, mime_type="image/svg+xml", sizes=["any"])
+
+
 def tool_specs(view: PackScope) -> list[ToolSpec]:
     specs = tools("pack") if view.access.packs else []
     if view.hub is not None:
@@ -146,6 +160,7 @@ def _tool(spec: ToolSpec) -> types.Tool:
         description=spec.description,
         input_schema=dict(spec.input_schema),
         output_schema=dict(spec.output_schema) if spec.output_schema else None,
+        icons=[icon()],
         annotations=types.ToolAnnotations(
             title=spec.title,
             read_only_hint=True,
@@ -234,8 +249,12 @@ def _not_found(message: str, uri: str) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri[:500]})
 
 
-def build_server(serve: ServeContext, access: Access | None = None) -> McpServer:
-    """One MCP server over ``access`` (None: every pack and the hub, as on stdio)."""
+def build_server(
+    serve: ServeContext, access: Access | None = None, *, sessions: bool = False
+) -> McpServer:
+    """One MCP server over ``access`` (None: every pack and the hub, as on stdio).
+    ``sessions``: the transport keeps a back-channel per client (stdio), so the 2025 era's
+    `resources/subscribe` can be served (`serve/subscriptions.py`)."""
     view = PackScope(serve, access if access is not None else full_access(serve))
     pack_tools = {spec.name for spec in tools("pack")}
     packs = [serve.library.runtimes[s].pack for s in view.all_slugs()]
@@ -293,16 +312,21 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
             ]
         )
 
-    async def read_resource(
-        ctx: Ctx, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        uri = str(params.uri)
+    def read_text(uri: str) -> tuple[str, str, str]:
+        """(slug, mime type, text) of a resource this server serves, else the MCP error."""
         try:
             scheme, slug, rest = resources.split_uri(uri)
             rt = view.runtime(slug)
             mime, text = resources.read(rt.pack, scheme, rest, rt.build_state)
         except EpMcpError as exc:
             raise _not_found(str(exc), uri) from None
+        return slug, mime, text
+
+    async def read_resource(
+        ctx: Ctx, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        slug, mime, text = read_text(uri)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)],
             ttl_ms=0,
@@ -365,11 +389,12 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
             )
         )
 
-    server: McpServer = Server(
+    server = SubscribableServer(
         SERVER_NAME,
         version=version(),
         title="ep-mcp" + (f" · {packs[0].name}" if len(packs) == 1 else ""),
         instructions=guide.instructions(packs) if packs else None,
+        icons=[icon()],
         on_list_tools=list_tools,
         on_call_tool=call,
         on_list_resources=list_resources,
@@ -383,4 +408,7 @@ def build_server(serve: ServeContext, access: Access | None = None) -> McpServer
         ),
     )
     install_skills(server, view)
+    if serve.changes.watched:
+        feed = serve.changes.feed(frozenset(view.all_slugs()))
+        install_subscriptions(server, feed, read_text, sessions=sessions)
     return server

@@ -240,7 +240,7 @@ class BodyLimitMiddleware:
         if body is None:
             await too_big(scope, receive, send)
             return
-        await self.app(scope, replay(body), send)
+        await self.app(scope, replay(body, then=receive), send)  # then: the real disconnect
 
 
 async def read_body(receive: Receive, limit: int) -> bytes | None:
@@ -261,8 +261,10 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def replay(body: bytes) -> Receive:
-    """A `receive` that hands the app ``body`` once, then a disconnect."""
+def replay(body: bytes, then: Receive | None = None) -> Receive:
+    """A `receive` that hands the app ``body`` once, then a disconnect — or, with ``then``
+    (the request's own `receive`, its body already read), what it says: the client's
+    disconnect, for a response that streams until then."""
     sent = False
 
     async def receive() -> Message:
@@ -270,6 +272,8 @@ def replay(body: bytes) -> Receive:
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
+        if then is not None:
+            return await then()
         return {"type": "http.disconnect"}
 
     return receive

@@ -170,6 +170,44 @@ def files_doc(pack: Pack) -> dict[str, object]:
     }
 
 
+def canonical_uri(uri: str) -> str:
+    """The one spelling of a resource URI that change notifications use: a file URI's path
+    decoded and re-encoded as `file_uri` writes it; anything else unchanged."""
+    scheme, slug, rest = split_uri(uri)
+    if scheme == "ep" and rest.startswith("file/"):
+        return file_uri(slug, _decoded(rest[len("file/") :]))
+    return uri
+
+
+def changed_uris(old: Pack, new: Pack) -> tuple[frozenset[str], bool]:
+    """What a reload of one pack changed: (the URIs whose content changed, whether files
+    were added or removed). A changed, added or removed file changes its own URI, the file
+    listing and the index status; the manifest and authority boundary when their documents
+    differ; a published skill's files when their digests differ."""
+    slug = new.slug
+    before = {d.path: d.file_hash for d in old.documents}
+    after = {d.path: d.file_hash for d in new.documents}
+    paths = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+    uris = {file_uri(slug, p) for p in paths}
+    listed = before.keys() != after.keys()
+    if paths:
+        uris |= {f"ep://{slug}/files", f"ep://{slug}/status"}
+    if manifest_doc(old) != manifest_doc(new):
+        uris.add(f"ep://{slug}/manifest")
+    if authority_doc(old) != authority_doc(new):
+        uris.add(f"ep://{slug}/authority")
+    old_snap, new_snap = snapshot_of(old), snapshot_of(new)
+    skills_before = {u: f.digest for u, f in (old_snap.files if old_snap else {}).items()}
+    skills_after = {u: f.digest for u, f in (new_snap.files if new_snap else {}).items()}
+    uris |= {
+        u
+        for u in skills_before.keys() | skills_after.keys()
+        if skills_before.get(u) != skills_after.get(u)
+    }
+    listed = listed or skills_before.keys() != skills_after.keys()
+    return frozenset(uris), listed
+
+
 def split_uri(uri: str) -> tuple[str, str, str]:
     """(scheme, slug, rest) of an ep:// or skill:// URI, or NotFoundError."""
     if len(uri) > MAX_URI_CHARS:

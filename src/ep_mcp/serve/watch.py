@@ -3,7 +3,8 @@
 `watchfiles` batches changes (debounce); each changed pack is reloaded in a worker thread
 with `PackRuntime.reload()`, which swaps the new Pack in only once its index is updated, so
 queries keep being answered from the last good state meanwhile. A failed reload is logged
-and the previous state keeps serving.
+and the previous state keeps serving. Each batch's reloads — the pack before and after — go
+to ``on_change`` once (`ChangeHub.publish`: resource subscribers are told what changed).
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ep_mcp.errors import DiskFullError, EpMcpError
+from ep_mcp.packs.models import Pack
 from ep_mcp.runtime import Library, PackRuntime
 
 logger = logging.getLogger(__name__)
 progress_log = logging.getLogger("ep_mcp.progress")  # shown by the CLI at its default level
 
 DEBOUNCE_MS = 400
+OnChange = Callable[[Sequence[tuple[Pack, Pack]]], None]  # one batch: (before, after) per pack
 IGNORED_DIRS = frozenset({".ep-mcp", ".git", "__pycache__", "node_modules"})
 
 
@@ -51,10 +54,12 @@ class PackWatcher:
         library: Library,
         debounce_ms: int = DEBOUNCE_MS,
         on_reload: Callable[[PackRuntime], None] | None = None,
+        on_change: OnChange | None = None,
     ) -> None:
         self.library = library
         self.debounce_ms = debounce_ms
         self.on_reload = on_reload
+        self.on_change = on_change
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.ready = threading.Event()
@@ -101,7 +106,9 @@ class PackWatcher:
 
     def reload(self, changed: Iterable[str]) -> None:
         changed = list(changed)
+        reloaded: list[tuple[Pack, Pack]] = []
         for rt in owners(changed, self.library):
+            before = rt.pack
             try:
                 report = rt.reload()
             except DiskFullError as exc:  # logged once until a write commits; /health names it
@@ -127,8 +134,14 @@ class PackWatcher:
                     report.seconds,
                     _which(changed, rt.pack.root),
                 )
+            reloaded.append((before, rt.pack))
             if self.on_reload is not None:
                 self.on_reload(rt)
+        if reloaded and self.on_change is not None:
+            try:
+                self.on_change(reloaded)
+            except Exception:  # telling subscribers must never stop the reloads
+                logger.exception("telling resource subscribers of a reload failed")
 
 
 def _which(paths: Sequence[str], root: Path, shown: int = 5) -> str:
@@ -144,11 +157,13 @@ def _which(paths: Sequence[str], root: Path, shown: int = 5) -> str:
 
 
 @contextlib.contextmanager
-def watching(library: Library, enabled: bool = True) -> Iterator[PackWatcher | None]:
+def watching(
+    library: Library, enabled: bool = True, on_change: OnChange | None = None
+) -> Iterator[PackWatcher | None]:
     if not enabled:
         yield None
         return
-    watcher = PackWatcher(library)
+    watcher = PackWatcher(library, on_change=on_change)
     watcher.start()
     try:
         yield watcher
