@@ -205,7 +205,7 @@ def _key_fits(jwk: Mapping[str, Any], alg: str) -> bool:
 
 @dataclass
 class _Cached:
-    result: TokenGrant | Rejected
+    answer: Mapping[str, Any]
     until: float
 
 
@@ -356,28 +356,34 @@ class TokenVerifier:
         return grant_of(_scopes(claims.get(self.settings.scope_claim)))
 
     def _introspect(self, token: str, audiences: Sequence[str]) -> TokenGrant | Rejected:
-        digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
-        key = digest + "\0".join(audiences).encode("utf-8", "surrogateescape")
+        answer = self._answer(token)
+        if answer is None:
+            return Rejected("the introspection endpoint did not answer")
+        return self._introspection_grant(answer, audiences)
+
+    def _answer(self, token: str) -> Mapping[str, Any] | None:
+        """The introspection answer for ``token``: asked, or reused for at most
+        ``introspection_ttl_s`` and never past the token's `exp` (None: no answer)."""
+        key = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
         now = self._monotonic()
         with self._cache_lock:
             cached = self._introspected.get(key)
             if cached is not None and now < cached.until:
-                return cached.result
+                return cached.answer
         try:
             answer = self._ask(token)
         except Unavailable as exc:
             logger.warning("cannot introspect a token: %s — it is refused", exc)
-            return Rejected("the introspection endpoint did not answer")
-        result = self._introspection_grant(answer, audiences)
+            return None
         ttl = self.settings.introspection_ttl_s
         exp = answer.get("exp")
-        if isinstance(result, TokenGrant) and isinstance(exp, int | float):
+        if isinstance(exp, int | float) and not isinstance(exp, bool):
             ttl = min(ttl, max(0.0, float(exp) - self._now()))
         with self._cache_lock:
-            self._introspected[key] = _Cached(result, now + ttl)
+            self._introspected[key] = _Cached(answer, now + ttl)
             while len(self._introspected) > MAX_CACHED:
                 self._introspected.popitem(last=False)
-        return result
+        return answer
 
     def _ask(self, token: str) -> Mapping[str, Any]:
         s = self.settings

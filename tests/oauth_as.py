@@ -6,9 +6,10 @@ docs/server.md#oauth-21).
 What is Authlib's: the client-credentials grant and client authentication
 (`AuthorizationServer`, `ClientCredentialsGrant`), RFC 9068 JWT access tokens
 (`JWTBearerTokenGenerator`), RFC 7662 introspection and RFC 7009 revocation endpoints; the keys
-are joserfc's (Authlib's JOSE successor). What is ours: the in-memory client and token stores, the Starlette glue, the
-RFC 8414 metadata and the RFC 8707 `resource` → `aud` rule. Two clients: `jwt-client` gets JWT
-access tokens, `opaque-client` opaque ones (for introspection); `ep-mcp` may only introspect.
+are joserfc's (Authlib's JOSE successor). What is ours: the in-memory client and token stores,
+the Starlette glue, the RFC 8414 metadata and the RFC 8707 `resource` → `aud` rule. Two
+clients: `jwt-client` gets JWT access tokens, `opaque-client` opaque ones (for introspection);
+`ep-mcp` may only introspect.
 """
 
 from __future__ import annotations
@@ -279,6 +280,8 @@ class AuthServer:
             return JSONResponse(
                 {
                     "issuer": outer.issuer,
+                    # required by the SDK's metadata model; no grant here uses it (no route)
+                    "authorization_endpoint": f"{outer.base}/authorize",
                     "token_endpoint": f"{outer.base}/token",
                     "jwks_uri": f"{outer.base}/jwks",
                     "introspection_endpoint": f"{outer.base}/introspect",
@@ -289,7 +292,7 @@ class AuthServer:
                         "client_secret_post",
                     ],
                     "scopes_supported": list(ALL_SCOPES),
-                    "response_types_supported": [],
+                    "response_types_supported": ["code"],
                 }
             )
 
