@@ -1,7 +1,6 @@
 """A small OAuth 2.1 authorization server built on Authlib, served by a real uvicorn on
-127.0.0.1 — the authorization server of the OAuth tests (Debian's glewlwyd needs an admin
-session and a plugin configured through its API before it issues a token; see
-docs/server.md#oauth-21).
+127.0.0.1 — the authorization server of the OAuth attack battery (tests/serve/test_oauth.py),
+whose key also signs the forged tokens; Debian's glewlwyd is the other (tests/glewlwyd_as.py).
 
 What is Authlib's: the client-credentials grant and client authentication
 (`AuthorizationServer`, `ClientCredentialsGrant`), RFC 9068 JWT access tokens
