@@ -401,7 +401,8 @@ def test_a_token_in_the_url_query_is_refused_before_routing(stack: dict[str, Any
     token = token_for(auth, "ep:pack:alpha", base)
     for name in ("access_token", "token"):
         r = httpx2.get(f"{base}/search", params={"q": "admin port", "pack": "alpha", name: token})
-        assert r.status_code == 400
+        assert r.status_code == 400  # RFC 6750 §3.1: a malformed request, not a bad token
+        assert r.headers["www-authenticate"] == 'Bearer error="invalid_request"'
         assert "not accepted in the URL" in r.text
         no_pack_text(r.text)
 
