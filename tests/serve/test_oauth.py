@@ -266,6 +266,28 @@ def test_a_token_for_alpha_searches_alpha_and_nothing_else_on_every_route(
     anyio.run(go)
 
 
+def test_a_token_for_two_packs_gets_an_mcp_server_built_for_exactly_those(
+    stack: dict[str, Any],
+) -> None:
+    """No API key opens alpha and beta together: /mcp builds that server on first use."""
+    base, auth = stack["base"], stack["auth"]
+    token = token_for(auth, "ep:pack:alpha ep:pack:beta", base)
+
+    async def go() -> None:
+        for _ in range(2):  # the second client reuses the server the first one built
+            http = httpx2.AsyncClient(headers=bearer(token), timeout=30)
+            with anyio.fail_after(60):
+                async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as c:
+                    r = await c.call_tool("ep_search", {"query": "tomatoes", "pack": "beta"})
+                    assert not r.is_error and "tomatoes" in json.dumps(r.structured_content)
+                    r = await c.call_tool("ep_search", {"query": "admin port", "pack": "alpha"})
+                    assert not r.is_error
+                    tools = {t.name for t in (await c.list_tools()).tools}
+                    assert not any(t.startswith("skill_") for t in tools)
+
+    anyio.run(go)
+
+
 def test_an_api_key_still_opens_its_pack_beside_tokens(stack: dict[str, Any]) -> None:
     base = stack["base"]
     r = httpx2.get(
