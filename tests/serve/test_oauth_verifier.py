@@ -203,3 +203,124 @@ def test_server_auth_without_pyjwt_says_what_to_install(monkeypatch: pytest.Monk
     with pytest.raises(ConfigError, match=r"pip install 'ep-mcp\[oauth\]'"):
         _load(BASE)
     load_settings(data={})  # off: nothing needs it
+
+
+class Introspector:
+    """A fake introspection endpoint: what it answers per token, and how often it was asked."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, dict[str, Any]] = {}
+        self.asked = 0
+        self.down = False
+
+    def fetch(self, request: urllib.request.Request, timeout: float) -> Mapping[str, Any]:
+        self.asked += 1
+        if self.down:
+            raise Unavailable("timed out")
+        assert request.get_header("Authorization", "").startswith("Basic ")
+        form = dict(p.split("=", 1) for p in (request.data or b"").decode().split("&"))
+        return self.answers.get(form["token"], {"active": False})
+
+
+def introspecting(endpoint: Introspector, clock: Clock, **settings: Any) -> TokenVerifier:
+    s = OAuthSettings(
+        issuers=(ISSUER,),
+        resource=RESOURCE,
+        introspection_endpoint=f"{ISSUER}/introspect",
+        client_id="ep-mcp",
+        client_secret="s",
+        **settings,
+    )
+    return TokenVerifier(s, fetch=endpoint.fetch, now=clock, monotonic=clock)
+
+
+def test_introspection_answers_are_reused_briefly_and_never_past_exp() -> None:
+    endpoint, clock = Introspector(), Clock(T0)
+    v = introspecting(endpoint, clock, introspection_ttl_s=60)
+    endpoint.answers["opaque1"] = {
+        "active": True,
+        "iss": ISSUER,
+        "aud": RESOURCE,
+        "exp": T0 + 100,
+        "scope": "ep:pack:a",
+    }
+    grant = auth.TokenGrant(frozenset({"a"}), False)
+    assert v.verify("opaque1", [RESOURCE]) == grant
+    assert v.verify("opaque1", [RESOURCE]) == grant and endpoint.asked == 1
+    endpoint.answers["opaque1"] = {"active": False}  # revoked at the server
+    clock.now = T0 + 59
+    assert v.verify("opaque1", [RESOURCE]) == grant  # within the TTL: the kept answer
+    clock.now = T0 + 61
+    assert isinstance(v.verify("opaque1", [RESOURCE]), Rejected) and endpoint.asked == 2
+    # a token expiring in 10 s is kept 10 s, not 60
+    endpoint.answers["opaque2"] = {
+        "active": True,
+        "iss": ISSUER,
+        "aud": RESOURCE,
+        "exp": clock.now + 10,
+        "scope": "",
+    }
+    v.verify("opaque2", [RESOURCE])
+    assert endpoint.asked == 3
+    clock.now += 11
+    v.verify("opaque2", [RESOURCE])
+    assert endpoint.asked == 4  # asked again: the kept answer ended at its `exp`
+    clock.now += 30  # past exp + the clock skew
+    endpoint.answers.pop("opaque2")
+    assert isinstance(v.verify("opaque2", [RESOURCE]), Rejected)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"active": "true", "aud": RESOURCE, "exp": T0 + 100},  # `active` must be the boolean
+        {"active": True, "aud": "https://other", "exp": T0 + 100},
+        {"active": True, "aud": RESOURCE, "exp": T0 + 100, "iss": "https://evil"},
+        {"active": True, "aud": RESOURCE},  # no exp
+        {"active": True, "exp": T0 + 100},  # no aud
+    ],
+)
+def test_an_introspection_answer_must_be_active_for_us_from_our_issuer_and_expiring(
+    answer: dict[str, Any],
+) -> None:
+    endpoint, clock = Introspector(), Clock(T0)
+    endpoint.answers["t"] = {**answer, "scope": "ep:pack:a"}
+    assert isinstance(introspecting(endpoint, clock).verify("t", [RESOURCE]), Rejected)
+
+
+def test_an_introspection_endpoint_that_is_down_refuses_the_token_with_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    endpoint, clock = Introspector(), Clock(T0)
+    endpoint.down = True
+    assert isinstance(introspecting(endpoint, clock).verify("t0ken", [RESOURCE]), Rejected)
+    lines = [r for r in caplog.records if "cannot introspect" in r.message]
+    assert len(lines) == 1 and "t0ken" not in caplog.text
+
+
+def test_discovered_keys_come_only_from_metadata_naming_exactly_our_issuer() -> None:
+    keys, clock = KeyServer(), Clock(T0)
+    served: dict[str, dict[str, Any]] = {}
+
+    def fetch(request: urllib.request.Request, timeout: float) -> Mapping[str, Any]:
+        url = request.full_url
+        if url in served:
+            return served[url]
+        if url == "https://auth.example.com/keys":
+            return keys.jwks()
+        raise Unavailable("HTTP 404")
+
+    settings = OAuthSettings(issuers=(ISSUER,), resource=RESOURCE, jwks_refetch_s=0)
+    token = keys.sign(claims())
+    served[f"{ISSUER}/.well-known/oauth-authorization-server"] = {
+        "issuer": ISSUER + "/",  # not exactly ours
+        "jwks_uri": "https://auth.example.com/keys",
+    }
+    v = TokenVerifier(settings, fetch=fetch, now=clock, monotonic=clock)
+    assert isinstance(v.verify(token, [RESOURCE]), Rejected)
+    served[f"{ISSUER}/.well-known/openid-configuration"] = {
+        "issuer": ISSUER,
+        "jwks_uri": "https://auth.example.com/keys",
+    }
+    clock.now += 1
+    assert isinstance(v.verify(token, [RESOURCE]), auth.TokenGrant)
