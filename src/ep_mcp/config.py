@@ -143,6 +143,35 @@ class PackSettings:
     artifact: Path | None = None
 
 
+DEFAULT_TOKEN_ALGORITHMS = ("RS256", "ES256", "EdDSA")
+
+
+@dataclass(frozen=True)
+class OAuthSettings:
+    """The OAuth 2.1 resource server (``server.auth``; docs/server.md#oauth-21): off while
+    ``issuers`` is empty. Needs the extra `ep-mcp[oauth]` (PyJWT with cryptography)."""
+
+    issuers: tuple[str, ...] = ()  # the authorization servers' issuer identifiers, exactly
+    resource: str | None = None  # this server's public origin: the tokens' audience (RFC 8707)
+    jwks_url: str | None = None  # else the issuer's metadata names it (RFC 8414 / OIDC)
+    introspection_endpoint: str | None = None  # opaque tokens (RFC 7662); else the metadata's
+    client_id: str | None = None  # ep-mcp's client at the introspection endpoint
+    client_secret_file: Path | None = None  # its secret, read once at start-up
+    client_secret_env: str | None = None  # or the variable holding it
+    client_secret: str | None = field(default=None, repr=False, metadata={"file": False})
+    scope_claim: str = "scope"  # the claim holding `ep:pack:<slug>` / `ep:hub` scopes
+    algorithms: tuple[str, ...] = DEFAULT_TOKEN_ALGORITHMS  # pinned: never none, never HS*
+    clock_skew_s: float = 30.0
+    timeout_s: float = 5.0  # per request to the authorization server
+    jwks_ttl_s: float = 300.0  # how long fetched keys are used before a refetch
+    jwks_refetch_s: float = 30.0  # an unknown `kid` refetches the keys at most this often
+    introspection_ttl_s: float = 60.0  # an introspection answer is reused this long (≤ exp)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.issuers)
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     # `ep-mcp serve --config FILE` speaks this (http unless stdio); `serve PACK...` stays stdio
@@ -163,6 +192,7 @@ class ServerSettings:
     # a request's line and headers must arrive within this many seconds (slowloris): else 408
     header_timeout_s: float = 10.0
     body_timeout_s: float = 60.0  # and its body within this many seconds of them: else 408
+    auth: OAuthSettings = field(default_factory=OAuthSettings)  # OAuth 2.1 beside API keys
 
 
 @dataclass(frozen=True)

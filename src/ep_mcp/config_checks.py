@@ -180,6 +180,138 @@ def _reranker(settings: Settings) -> list[str]:
     return out
 
 
+# signature algorithms a token may use (never `none`, never a shared-secret HS*)
+TOKEN_ALGORITHMS = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
+MAX_CLOCK_SKEW_S = 300.0
+OAUTH_INSTALL = "pip install 'ep-mcp[oauth]'"
+
+
+def _url_problem(key: str, value: str, *, origin: bool = False) -> str | None:
+    """An absolute http(s) URL (https unless on a loopback host), no query or fragment; an
+    ``origin`` has no path either."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        parts = None
+    example = "https://kb.example.com" if origin else "https://auth.example.com"
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{key}: must be an absolute https URL such as {example} — got {value!r}"
+    if parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return f"{key}: must use https (http only on 127.0.0.1 or localhost) — got {value!r}"
+    if parts.query or parts.fragment or "#" in value:
+        return f"{key}: must have no query or fragment — got {value!r}"
+    if origin and parts.path not in ("", "/"):
+        return (
+            f"{key}: must be this server's public origin, e.g. {example} (no path) — got {value!r}"
+        )
+    return None
+
+
+def _oauth_installed() -> bool:
+    try:
+        import cryptography  # noqa: F401
+        import jwt  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _oauth(settings: Settings) -> list[str]:
+    """`server.auth`: what a resource server needs, checked only once an issuer is named."""
+    a = settings.server.auth
+    key = "server.auth"
+    if not a.enabled:
+        named = [
+            name
+            for name in ("resource", "jwks_url", "introspection_endpoint", "client_id")
+            if getattr(a, name) is not None
+        ]
+        if named:
+            return [
+                f"{key}.{named[0]}: set but server.auth.issuers is empty — name the "
+                "authorization server's issuer there (OAuth is off without it)"
+            ]
+        return []
+    if not _oauth_installed():
+        return [f"{key}: OAuth needs PyJWT with cryptography — {OAUTH_INSTALL}"]
+    out: list[str] = []
+    for i, issuer in enumerate(a.issuers):
+        problem = _url_problem(f"{key}.issuers[{i}]", issuer)
+        if problem:
+            out.append(problem)
+    if a.resource is None:
+        out.append(
+            f"{key}.resource: name this server's public origin (the tokens' audience), "
+            "e.g. https://kb.example.com"
+        )
+    else:
+        problem = _url_problem(f"{key}.resource", a.resource, origin=True)
+        if problem:
+            out.append(problem)
+    for name in ("jwks_url", "introspection_endpoint"):
+        value = getattr(a, name)
+        problem = _url_problem(f"{key}.{name}", value) if value is not None else None
+        if problem:
+            out.append(problem)
+    if a.jwks_url is not None and len(a.issuers) > 1:
+        out.append(
+            f"{key}.jwks_url: with several issuers leave it out — each issuer's metadata "
+            "names its own keys"
+        )
+    if not a.algorithms:
+        out.append(f"{key}.algorithms: name at least one, e.g. [RS256, ES256, EdDSA]")
+    for alg in a.algorithms:
+        if alg not in TOKEN_ALGORITHMS:
+            why = (
+                " (never none, never a shared-secret HS*: tokens are signed by the "
+                "authorization server's private key)"
+                if alg.lower() == "none" or alg.upper().startswith("HS")
+                else did_you_mean(alg, TOKEN_ALGORITHMS)
+            )
+            out.append(
+                f"{key}.algorithms: {alg!r} is not allowed{why} — use {', '.join(TOKEN_ALGORITHMS)}"
+            )
+    if not a.scope_claim.strip():
+        out.append(f"{key}.scope_claim: name the claim holding the scopes, e.g. scope")
+    if not 0 <= a.clock_skew_s <= MAX_CLOCK_SKEW_S:
+        out.append(
+            f"{key}.clock_skew_s: must be between 0 and {MAX_CLOCK_SKEW_S:g} seconds — got "
+            f"{a.clock_skew_s}"
+        )
+    if not a.timeout_s > 0:
+        out.append(f"{key}.timeout_s: must be a number of seconds above 0 — got {a.timeout_s}")
+    for name in ("jwks_ttl_s", "jwks_refetch_s", "introspection_ttl_s"):
+        if getattr(a, name) < 0:
+            out.append(f"{key}.{name}: must be 0 or more seconds — got {getattr(a, name)}")
+    if a.client_secret_file is not None and a.client_secret_env is not None:
+        out.append(f"{key}.client_secret_file: set it or client_secret_env, not both")
+    has_secret = a.client_secret_file or a.client_secret_env or a.client_secret
+    if a.client_id is not None and not has_secret:
+        out.append(
+            f"{key}.client_id: the introspection client needs its secret — set "
+            "client_secret_file or client_secret_env"
+        )
+    if a.client_id is None and (has_secret or a.introspection_endpoint is not None):
+        out.append(
+            f"{key}.client_id: introspection needs ep-mcp's client id at the authorization "
+            "server — set it, or drop the introspection settings"
+        )
+    return out
+
+
 def provider_problem(provider: str, key: str = "embedding.provider") -> str | None:
     """The problem of an embedding provider name no provider is registered under (the
     built-ins, and any a plugin registered before the settings were read), else None."""
@@ -203,6 +335,7 @@ def check_settings(settings: Settings) -> list[str]:
         *_limits(settings),
         *_reranker(settings),
         *_server_and_packs(settings),
+        *_oauth(settings),
         *([problem] if problem else []),
     ]
 

@@ -45,6 +45,12 @@ _PREFIXES = ("EP_MCP_KEY_", "EP_MCP_HUB_KEY")  # `_FILE` variants: Docker/Kubern
 
 
 def _keys_in(name: str, path: str) -> list[str]:
+    text = _text_of(name, path)
+    return [k.strip() for line in text.splitlines() for k in line.split(",") if k.strip()]
+
+
+def _text_of(name: str, path: str) -> str:
+    """The UTF-8 text of the secret file ``path`` (named by ``name``), bounded."""
     try:
         with Path(path).open("rb") as f:
             raw = f.read(MAX_SECRET_BYTES + 1)
@@ -59,7 +65,7 @@ def _keys_in(name: str, path: str) -> list[str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{name}: {path} is not UTF-8 text — write one key per line") from None
-    return [k.strip() for line in text.splitlines() for k in line.split(",") if k.strip()]
+    return text
 
 
 def with_key_files(env: Mapping[str, str]) -> dict[str, str]:
@@ -120,6 +126,32 @@ def _env_keys(env: Mapping[str, str]) -> EnvKeys:
     return EnvKeys(tuple(found))
 
 
+def _client_secret(settings: Settings, env: Mapping[str, str]) -> str | None:
+    """The introspection client's secret, from ``server.auth.client_secret_file`` or the
+    variable ``client_secret_env`` names; never logged or shown."""
+    auth = settings.server.auth
+    if auth.client_secret is not None or not auth.enabled:
+        return auth.client_secret
+    if auth.client_secret_file is not None:
+        name = "server.auth.client_secret_file"
+        lines = [ln.strip() for ln in _text_of(name, str(auth.client_secret_file)).splitlines()]
+        secrets = [ln for ln in lines if ln]
+        if len(secrets) != 1:
+            raise ConfigError(
+                f"{name}: {auth.client_secret_file} must hold exactly one secret on one line"
+            )
+        return secrets[0]
+    if auth.client_secret_env is not None:
+        value = env.get(auth.client_secret_env, "").strip()
+        if not value:
+            raise ConfigError(
+                f"server.auth.client_secret_env names {auth.client_secret_env}, which is "
+                "empty or unset — export the introspection client's secret there"
+            )
+        return value
+    return None
+
+
 def resolve_environment(settings: Settings, env: Mapping[str, str]) -> Settings:
     """``settings`` with everything the environment says filled in (see the module doc)."""
     retrieval = dataclasses.replace(settings.retrieval, today=_today(settings, env))
@@ -127,8 +159,10 @@ def resolve_environment(settings: Settings, env: Mapping[str, str]) -> Settings:
     reranker = settings.reranker
     if reranker.api_key is None and reranker.api_key_env and env.get(reranker.api_key_env, ""):
         reranker = dataclasses.replace(reranker, api_key=env[reranker.api_key_env].strip())
+    auth = dataclasses.replace(settings.server.auth, client_secret=_client_secret(settings, env))
     return dataclasses.replace(
         settings,
+        server=dataclasses.replace(settings.server, auth=auth),
         reranker=reranker,
         home=settings.home or default_home(env),
         retrieval=retrieval,

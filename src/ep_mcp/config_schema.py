@@ -114,7 +114,7 @@ def _coerce_scalar(value: Any, tp: Any, path: str, base: Path | None) -> Any:
     raise ConfigError(f"{path}: unsupported type {_type_name(tp)}")  # pragma: no cover
 
 
-LIST_KEYS_UP_TO = 14  # an unknown key in a section this small is answered with its keys
+LIST_KEYS_UP_TO = 15  # an unknown key in a section this small is answered with its keys
 
 
 def _unknown_key(key_path: str, key: str, names: Iterable[str], section: str) -> str:

@@ -8,6 +8,7 @@ CLI only parses flags into `Settings` and calls these two.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import functools
 import logging
@@ -91,12 +92,14 @@ def open_context(
         library = open_packs(settings, warming(settings), build=build, lexical_first=lexical_first)
     keys = {rt.slug: rt.config.api_keys for rt in library}
     ring = KeyRing.build(keys, settings.skills.api_keys, settings.env_keys)
+    if settings.server.auth.enabled:  # OAuth: every pack needs a token or its key
+        ring = dataclasses.replace(ring, oauth=True)
     log_path = settings.server.query_log_path
     serve = ServeContext(
         library=library,
         hub=hub_if_tapped(settings, child_env or {}),
         query_log=QueryLog(log_path) if log_path else None,
-        keyed=ring.keyed,
+        keyed=frozenset(library.slugs()) if ring.oauth else ring.keyed,
         inline=cheap_queries(library.embedder),
     )
     return serve, ring

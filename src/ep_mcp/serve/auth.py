@@ -10,6 +10,10 @@ What a key opens (docs/server.md#security):
   configured it is open only on a server where no pack is keyed — a server that protects any
   pack keeps the hub closed over HTTP until it gets a key of its own.
 
+With OAuth on (`server.auth`, serve/oauth.py) every pack is protected: a verified access
+token arrives here as a `TokenGrant` — the packs its `ep:pack:<slug>` scopes name and the hub
+if it holds `ep:hub` — and opens exactly those; API keys keep opening what they open.
+
 Every decision returns an `Access`: the packs and whether the hub are visible. Fail closed:
 an empty `Access` sees nothing, and a request that was never decided gets no server at all.
 """
@@ -56,6 +60,17 @@ class Credential(Enum):
 
 
 @dataclass(frozen=True)
+class TokenGrant:
+    """A verified access token: the packs its scopes name and whether it names the hub."""
+
+    packs: frozenset[str] = frozenset()
+    hub: bool = False
+
+
+Presented = bytes | Credential | TokenGrant  # what a request's Authorization header became
+
+
+@dataclass(frozen=True)
 class Access:
     """What one request may see: these packs, and the skills hub or not."""
 
@@ -75,6 +90,7 @@ class KeyRing:
 
     digests: Mapping[str, tuple[bytes, ...]] = field(default_factory=dict)
     hub_digests: tuple[bytes, ...] = ()
+    oauth: bool = False  # `server.auth` on: no pack is open, a token or a key opens each
 
     @classmethod
     def build(
@@ -114,17 +130,26 @@ class KeyRing:
     def opens(self, token: bytes) -> frozenset[str]:
         return self._opens(_digest(token))[0]
 
-    def _hub_without_key(self) -> bool:
-        return not self.hub_digests and not self.digests
+    def is_key(self, token: bytes) -> bool:
+        """``token`` is one of the configured API keys (of a pack or of the hub)."""
+        packs, hub = self._opens(_digest(token))
+        return bool(packs) or hub
 
-    def access(self, credential: bytes | Credential, served: Sequence[str], hub: bool) -> Access:
+    def protects(self, slug: str) -> bool:
+        return self.oauth or slug in self.digests
+
+    def _hub_without_key(self) -> bool:
+        return not self.hub_digests and not self.digests and not self.oauth
+
+    def access(self, credential: Presented, served: Sequence[str], hub: bool) -> Access:
         """Everything ``credential`` opens among ``served`` packs (and the hub when served)."""
-        packs, hub_key = (
-            self._opens(_digest(credential))
-            if isinstance(credential, bytes)
-            else (frozenset(), False)
-        )
-        visible = frozenset(s for s in served if s not in self.digests or s in packs)
+        if isinstance(credential, TokenGrant):
+            packs, hub_key = credential.packs, credential.hub
+        elif isinstance(credential, bytes):
+            packs, hub_key = self._opens(_digest(credential))
+        else:
+            packs, hub_key = frozenset(), False
+        visible = frozenset(s for s in served if not self.protects(s) or s in packs)
         return Access(visible, hub and (hub_key or self._hub_without_key()))
 
     def possible_access(self, served: Sequence[str], hub: bool) -> set[Access]:
@@ -133,7 +158,7 @@ class KeyRing:
         out = {self.access(Credential.NONE, served, hub)}
         for digest in {d for ds in self.digests.values() for d in ds} | set(self.hub_digests):
             packs, hub_key = self._opens(digest)
-            visible = frozenset(s for s in served if s not in self.digests or s in packs)
+            visible = frozenset(s for s in served if not self.protects(s) or s in packs)
             out.add(Access(visible, hub and (hub_key or self._hub_without_key())))
         return {a for a in out if a}
 
@@ -161,6 +186,8 @@ class Decision:
     access: Access = NOTHING
     status: int = 200
     message: str = ""
+    error: str = ""  # the RFC 6750 code of a refusal: invalid_token, insufficient_scope or none
+    scope: str = ""  # the scope that would have opened it (insufficient_scope)
 
     @property
     def allowed(self) -> frozenset[str]:
@@ -168,13 +195,43 @@ class Decision:
 
 
 _NEED_KEY = "send `Authorization: Bearer <key>`"
+_NEED_TOKEN = "send `Authorization: Bearer <key or access token>`"
+
+
+def _decide_token(
+    ring: KeyRing, served: Sequence[str], wanted: str | None, grant: TokenGrant, hub: bool
+) -> Decision:
+    """A verified token opens what its scopes name; anything else is `insufficient_scope`."""
+    access = ring.access(grant, served, hub)
+    if wanted is not None:
+        if wanted not in served:
+            return Decision(NOTHING, 404, f"pack '{wanted[:100]}' not found")
+        if wanted in access.packs:
+            return Decision(Access(frozenset({wanted}), access.hub))
+        scope = f"ep:pack:{wanted[:100]}"
+        return Decision(
+            NOTHING,
+            403,
+            f"this token's scopes do not open pack '{wanted[:100]}' — ask the authorization "
+            f"server for scope {scope}",
+            "insufficient_scope",
+            scope,
+        )
+    if not access.packs and not (grant.hub and access.hub):
+        return Decision(
+            NOTHING,
+            403,
+            "this token's scopes open no pack here — ask for ep:pack:<slug> scopes",
+            "insufficient_scope",
+        )
+    return Decision(access)
 
 
 def decide(
     ring: KeyRing,
     served: Sequence[str],
     wanted: str | None,
-    credential: bytes | Credential,
+    credential: Presented,
     *,
     hub: bool = False,
 ) -> Decision:
@@ -183,12 +240,20 @@ def decide(
     ``wanted`` must be one of ``served`` (the caller answers 404 first). A key that opens
     nothing here is refused outright, even where open packs exist.
     """
+    if isinstance(credential, TokenGrant):
+        return _decide_token(ring, served, wanted, credential, hub)
     access = ring.access(credential, served, hub)
     opened_any = isinstance(credential, bytes) and (
         bool(ring.opens(credential)) or (access.hub and bool(ring.hub_digests))
     )
+    need = _NEED_TOKEN if ring.oauth else _NEED_KEY
+    what = "API key or access token" if ring.oauth else "API key"
     invalid = Decision(
-        NOTHING, 401, f"invalid API key — {_NEED_KEY} with a key configured for this pack"
+        NOTHING,
+        401,
+        f"invalid {what} — {need} with a key configured for this pack"
+        + (" or a valid access token" if ring.oauth else ""),
+        "invalid_token",
     )
     if wanted is not None:
         if wanted not in served:
@@ -198,12 +263,13 @@ def decide(
         if opened_any:
             return Decision(NOTHING, 403, f"this key does not open pack '{wanted[:100]}'")
         if credential is Credential.NONE:
-            return Decision(NOTHING, 401, f"pack '{wanted[:100]}' needs an API key — {_NEED_KEY}")
+            return Decision(NOTHING, 401, f"pack '{wanted[:100]}' needs an {what} — {need}")
         return invalid
-    if credential is not Credential.NONE and not opened_any and (ring.digests or ring.hub_digests):
+    keys_or_tokens = ring.digests or ring.hub_digests or ring.oauth
+    if credential is not Credential.NONE and not opened_any and keys_or_tokens:
         return invalid
     if not access:
-        return Decision(NOTHING, 401, f"every pack here needs an API key — {_NEED_KEY}")
+        return Decision(NOTHING, 401, f"every pack here needs an {what} — {need}")
     return Decision(access)
 
 

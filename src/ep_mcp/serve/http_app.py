@@ -3,19 +3,23 @@
 
 `/mcp` serves every pack the caller may see, `/packs/{slug}/mcp` one pack. Middleware screens
 every request (serve/middleware.py); each MCP endpoint then decides, from the route the router
-matched and the Bearer key, what the caller may see, and hands the request to the MCP server
-built for exactly that access — or refuses it. A request that was not decided reaches no
-server. Every error is `{"error": {"code", "message"}}`; nothing a client sends produces a 500.
+matched and the Bearer key or access token (serve/oauth_http.py), what the caller may see, and
+hands the request to the MCP server built for exactly that access — or refuses it. A request
+that was not decided reaches no server. Every error is `{"error": {"code", "message"}}`;
+nothing a client sends produces a 500.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -41,6 +45,7 @@ from ep_mcp.serve.middleware import (
     read_body,
     replay,
 )
+from ep_mcp.serve.oauth_http import Gate, metadata_routes
 from ep_mcp.serve.ratelimit import RateLimiter
 from ep_mcp.serve.search_api import search_endpoint
 from ep_mcp.serve.web import SecurityHeadersMiddleware, web_routes
@@ -49,6 +54,7 @@ logger = logging.getLogger(__name__)
 
 RouteKey = tuple[str | None, auth.Access]  # (the pack of /packs/{slug}/mcp or None, access)
 _VALID_ID = (str, int)
+MAX_TOKEN_SERVERS = 256  # MCP servers built on first use for distinct token scopes on /mcp
 
 
 def _bad_ids(body: bytes) -> bool:
@@ -90,19 +96,66 @@ def _rpc_error(status: int, code: int, message: str) -> Response:
     return JSONResponse(body, status_code=status)
 
 
-class McpEndpoint:
-    """`/mcp` and `/packs/{slug}/mcp`: decide the caller's access from the matched route and
-    the key, then hand the request to the server built for that access."""
+class Managers:
+    """The MCP servers: those built ahead for every access API keys can grant, and those a
+    token's scopes on `/mcp` need, built on first use (at most ``MAX_TOKEN_SERVERS``) and run
+    in the app's task group until it stops."""
 
     def __init__(
         self,
         serve: ServeContext,
-        ring: auth.KeyRing,
-        managers: Mapping[RouteKey, StreamableHTTPSessionManager],
+        ahead: Mapping[RouteKey, StreamableHTTPSessionManager],
         max_body: int,
     ) -> None:
         self.serve = serve
-        self.ring = ring
+        self.ahead = ahead
+        self.max_body = max_body
+        self.built: dict[RouteKey, StreamableHTTPSessionManager] = {}
+        self._group: TaskGroup | None = None
+        self._lock = anyio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+
+    @staticmethod
+    async def _serve(
+        manager: StreamableHTTPSessionManager, *, task_status: TaskStatus[None]
+    ) -> None:
+        async with manager.run():
+            task_status.started()
+            await anyio.sleep_forever()
+
+    async def get(self, key: RouteKey, token: bool) -> StreamableHTTPSessionManager | None:
+        found = self.ahead.get(key) or self.built.get(key)
+        if found is not None or not token or key[0] is not None:
+            return found
+        async with self._lock:
+            if key in self.built:
+                return self.built[key]
+            if self._group is None or len(self.built) >= MAX_TOKEN_SERVERS:
+                logger.warning("no MCP server for a token's access: %d in use", len(self.built))
+                return None
+            manager = _manager(self.serve, key[1], self.max_body)
+            await self._group.start(self._serve, manager)
+            self.built[key] = manager
+            return manager
+
+
+class McpEndpoint:
+    """`/mcp` and `/packs/{slug}/mcp`: decide the caller's access from the matched route and
+    the key or token, then hand the request to the server built for that access."""
+
+    def __init__(self, serve: ServeContext, gate: Gate, managers: Managers, max_body: int) -> None:
+        self.serve = serve
+        self.gate = gate
+        self.ring = gate.ring
         self.managers = managers
         self.max_body = max_body
 
@@ -118,26 +171,19 @@ class McpEndpoint:
             return
         slug = scope.get("path_params", {}).get("slug")
         served = self.serve.library.slugs()
-        decision = auth.decide(
-            self.ring,
-            served,
-            slug,
-            auth.bearer_token(scope.get("headers", [])),
-            hub=self.serve.hub is not None,
-        )
+        route = "/mcp" if slug is None else f"/packs/{slug}/mcp"
+        credential = await self.gate.credential(scope, route if slug in (None, *served) else "")
+        decision = auth.decide(self.ring, served, slug, credential, hub=self.serve.hub is not None)
         if decision.status != 200:
             if decision.status == 404:
                 message = f"pack '{str(slug)[:100]}' not found — list the packs at /packs"
             else:
                 message = decision.message
-            headers = (
-                {"WWW-Authenticate": 'Bearer error="invalid_token"'}
-                if decision.status == 401
-                else None
-            )
+            headers = self.gate.challenge(decision, route)
             await error_response(decision.status, message, headers)(scope, receive, send)
             return
-        manager = self.managers.get((slug, decision.access))
+        token = isinstance(credential, auth.TokenGrant)
+        manager = await self.managers.get((slug, decision.access), token)
         if manager is None:  # fail closed: an access nobody built a server for sees nothing
             logger.error("no MCP server for %s on %r", decision.access, scope["path"][:200])
             await error_response(403, "this key opens nothing on this endpoint")(
@@ -165,6 +211,12 @@ class McpEndpoint:
         await manager.handle_request(
             scope, replay(body, then=receive if _listens(body) else None), send
         )
+
+
+def _auth_kind(ring: auth.KeyRing, slug: str) -> str:
+    if slug in ring.keyed:
+        return "api_key"
+    return "oauth" if ring.oauth else "none"
 
 
 def _manager(
@@ -199,8 +251,12 @@ def create_app(
     background: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None,
 ) -> Starlette:
     """The whole HTTP service. ``background`` (e.g. the file watcher) runs with the app."""
+    if server.auth.enabled:  # every pack needs a token (or its key): none is open
+        ring = dataclasses.replace(ring, oauth=True)
+    gate = Gate(ring, server.auth)
     managers = build_managers(serve, ring, server.max_body_bytes)
-    mcp = McpEndpoint(serve, ring, managers, server.max_body_bytes)
+    pool = Managers(serve, managers, server.max_body_bytes)
+    mcp = McpEndpoint(serve, gate, pool, server.max_body_bytes)
 
     async def health(request: Request) -> Response:
         index = overall([rt.build_state() for rt in serve.library])
@@ -218,7 +274,7 @@ def create_app(
     async def packs(request: Request) -> Response:
         """The packs this caller may see (keyed packs only with their key)."""
         served = serve.library.slugs()
-        visible = ring.access(auth.bearer_token(request.scope["headers"]), served, False).packs
+        visible = ring.access(await gate.credential(request.scope), served, False).packs
         out = []
         for rt in serve.library:
             if rt.slug not in visible:
@@ -230,7 +286,7 @@ def create_app(
                     "name": p.name,
                     "kind": p.kind,
                     "files": len(p.documents),
-                    "auth": "api_key" if p.slug in ring.keyed else "none",
+                    "auth": _auth_kind(ring, p.slug),
                     "mcp": f"/packs/{p.slug}/mcp",
                     "artifact_version": served_version(rt.config),  # None: not an artifact
                     "index": rt.build_state(),
@@ -239,7 +295,7 @@ def create_app(
         return JSONResponse({"packs": out})
 
     async def search(request: Request) -> Response:
-        return await search_endpoint(request, serve, ring, error_response)
+        return await search_endpoint(request, serve, gate, error_response)
 
     async def openapi(request: Request) -> Response:
         from ep_mcp.serve.mcp_server import version
@@ -252,6 +308,7 @@ def create_app(
         async with contextlib.AsyncExitStack() as stack:
             for manager in managers.values():
                 await stack.enter_async_context(manager.run())
+            await stack.enter_async_context(pool.running())
             if background is not None:
                 await stack.enter_async_context(background())
             yield
@@ -302,6 +359,7 @@ def create_app(
             Route("/mcp", mcp),
             Route("/packs/{slug}/mcp", mcp),
             Route("/openapi.json", openapi, methods=["GET"]),
+            *metadata_routes(gate, serve.library.slugs, serve.hub is not None),
             *web_routes(serve, ring),
         ],
         middleware=middleware,

@@ -202,9 +202,11 @@ class ScreenMiddleware:
             return error_response(
                 403, "invalid Origin header — add it to server.mcp_allowed_origins if it is yours"
             )
-        if has_key_param(scope.get("query_string", b"")):
+        if has_key_param(scope.get("query_string", b"")):  # RFC 6750 §3.1: invalid_request
             return error_response(
-                400, "API keys are not accepted in the URL — send `Authorization: Bearer <key>`"
+                400,
+                "API keys are not accepted in the URL — send `Authorization: Bearer <key>`",
+                {"WWW-Authenticate": 'Bearer error="invalid_request"'},
             )
         return None
 

@@ -69,7 +69,7 @@ PACKS = {
                     "name": {"type": "string"},
                     "kind": {"type": "string"},
                     "files": {"type": "integer"},
-                    "auth": {"type": "string", "enum": ["api_key", "none"]},
+                    "auth": {"type": "string", "enum": ["api_key", "oauth", "none"]},
                     "mcp": {"type": "string"},
                 },
             },

@@ -22,6 +22,7 @@ from ep_mcp.json_types import JsonObject
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import ServeContext, run_sync, until_ready
+from ep_mcp.serve.oauth_http import Gate
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 logger = logging.getLogger(__name__)
@@ -221,8 +222,9 @@ def _run(
 
 
 async def search_endpoint(
-    request: Request, serve: ServeContext, ring: auth.KeyRing, error: ErrorFn
+    request: Request, serve: ServeContext, gate: Gate, error: ErrorFn
 ) -> Response:
+    ring = gate.ring
     started = time.perf_counter()
     try:
         if request.method == "POST":
@@ -233,7 +235,7 @@ async def search_endpoint(
             args = parse_params(request.query_params)
             vector = None
         served = serve.library.slugs()
-        credential = auth.bearer_token(request.scope["headers"])
+        credential = await gate.credential(request.scope)
         visible = ", ".join(sorted(ring.access(credential, served, False).packs)) or "none"
         pack = args.get("pack")
         wanted = pack if isinstance(pack, str) else None
@@ -245,10 +247,7 @@ async def search_endpoint(
         target = wanted or (served[0] if len(served) == 1 else None)
         decision = auth.decide(ring, served, target, credential)
         if decision.status != 200:
-            hdrs = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
-            return error(
-                decision.status, decision.message, hdrs if decision.status == 401 else None
-            )
+            return error(decision.status, decision.message, gate.challenge(decision))
         await until_ready(serve.library.only(decision.allowed), "search")
         result = await run_sync(serve, _run, serve, decision.allowed, args, vector)
     except BadRequest as exc:
@@ -264,6 +263,6 @@ async def search_endpoint(
         took * 1000,
         result.get("took_ms", 0.0),
     )
-    keyed = target in ring.keyed if target else bool(decision.allowed & ring.keyed)
+    keyed = ring.oauth or (target in ring.keyed if target else bool(decision.allowed & ring.keyed))
     headers = {"Cache-Control": "private, no-store"} if keyed else None
     return JSONResponse(result, headers=headers)
