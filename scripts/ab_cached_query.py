@@ -1,77 +1,108 @@
-"""Cached-query latency of this stop's hot-path change, old against new in one process,
-interleaved (A B A B ...), after checking that both give identical answers.
+"""Cached-query latency of the hot-path changes, old against new in one process, interleaved
+(A B A B ...), after checking query by query that both give byte-identical answers.
 
-    EP_MCP_HOME=... python scripts/ab_cached_query.py PACK GOLDEN.yaml [BLOCKS]
+    EP_MCP_HOME=... python scripts/ab_cached_query.py [--blocks N] [--only NAME] \\
+        PACK=GOLDEN.yaml [PACK=GOLDEN.yaml ...]
 
-A is ``dataclasses.replace`` for ``Candidate`` copies and an uncached JSON decode of the
-heading-path and tag columns (what ran before); B is what runs now.
+Every query of each golden set (dev, test and the pack's refusals) is answered by A and by B,
+plainly and with ``explain``, and the JSON of the two answers must be the same bytes (``took_ms``
+aside). Then blocks of each set's queries run A, B, A, B, ... and p50/p95 are printed per pack,
+wall time and the thread's CPU time (``time.thread_time``: what the query cost, whatever the
+load of the machine). ``--blocks 0`` only checks the answers.
+
+A is the code before this stop's changes, put back by replacing what each change replaced
+(``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts back that
+one change alone, so each change gets its own figure. B is the code as it is.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import argparse
 import json
 import statistics
-import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ep_mcp.cli.app import resolve_settings
-from ep_mcp.index import reads
+from ep_mcp.eval.golden import load_golden, with_refusals
+from ep_mcp.index import lexical
 from ep_mcp.index.embed.cache import QueryEmbeddingCache
+from ep_mcp.index.store import Store
 from ep_mcp.opening import open_library
-from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.types import SearchRequest
 
-NEW = (Candidate._with, reads.json_tuple)
+
+def old_term_counts(self: Store, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+    """``Store.term_counts`` before: every term counted again by FTS5 on every query."""
+    return lexical.term_counts(self._reader(), terms)
 
 
-def old_with(self: Candidate, **changes: Any) -> Candidate:
-    return dataclasses.replace(self, **changes)
+CHANGES: dict[str, tuple[object, str, Callable[..., Any]]] = {
+    "term-counts": (Store, "term_counts", old_term_counts),
+}
+NEW = {name: getattr(owner, attr) for name, (owner, attr, _) in CHANGES.items()}
 
 
-def old_json(raw: str) -> tuple[str, ...]:
-    return tuple(json.loads(raw))
+def use(old: bool, only: str | None) -> None:
+    for name, (owner, attr, before) in CHANGES.items():
+        back = old and (only is None or name == only)
+        setattr(owner, attr, before if back else NEW[name])
 
 
-def use(old: bool) -> None:
-    Candidate._with, reads.json_tuple = (old_with, old_json) if old else NEW  # type: ignore[method-assign,assignment]
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("sets", nargs="+", metavar="PACK=GOLDEN")
+    parser.add_argument("--blocks", type=int, default=10)
+    parser.add_argument("--only", choices=sorted(CHANGES))
+    args = parser.parse_args()
+    for spec in args.sets:
+        pack, golden = spec.split("=", 1)
+        run_set(Path(pack), Path(golden), args.blocks, args.only)
 
 
-def main(pack: str, golden: str, blocks: int = 10) -> None:
-    settings = resolve_settings(None, [pack])
+def run_set(pack: Path, golden: Path, blocks: int, only: str | None) -> None:
+    settings = resolve_settings(None, [str(pack)])
     rt = open_library(settings, settings.home).get(None)
-    queries = [q["query"] for q in yaml.safe_load(Path(golden).read_text())["queries"]]
+    queries = [q.query for q in with_refusals(load_golden(golden), pack).queries]
     base = rt.embedder.embedder if isinstance(rt.embedder, QueryEmbeddingCache) else rt.embedder
     cache = QueryEmbeddingCache(base)
 
-    def answer(q: str) -> dict[str, Any]:
-        result = rt.search(SearchRequest(q, k=10), query_embedder=cache).to_dict()
-        result.pop("took_ms")
-        return result
+    def answer(q: str, explain: bool) -> str:
+        result = rt.search(SearchRequest(q, k=10, explain=explain), query_embedder=cache)
+        out = result.to_dict()
+        out.pop("took_ms")
+        return json.dumps(out, sort_keys=True)
 
     for q in queries:
-        use(True)
-        before = answer(q)
-        use(False)
-        assert answer(q) == before, q
-    print(f"answers identical on {len(queries)} queries")
-    timings: dict[bool, list[float]] = {True: [], False: []}
+        for explain in (False, True):
+            use(True, only)
+            before = answer(q, explain)
+            use(False, only)
+            assert answer(q, explain) == before, (pack.name, q, explain)
+    print(f"{pack.name}: answers byte-identical on {len(queries)} queries (plain and explain)")
+    wall: dict[bool, list[float]] = {True: [], False: []}
+    cpu: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(blocks):
         for old in (True, False):
-            use(old)
+            use(old, only)
             for q in queries:
-                started = time.perf_counter()
+                started, thread = time.perf_counter(), time.thread_time()
                 rt.search(SearchRequest(q, k=10), query_embedder=cache)
-                timings[old].append((time.perf_counter() - started) * 1000)
+                cpu[old].append((time.thread_time() - thread) * 1000)
+                wall[old].append((time.perf_counter() - started) * 1000)
+    use(False, only)
+    if not blocks:
+        return
     for old, label in ((True, "before"), (False, "after")):
-        ms = timings[old]
-        p95 = statistics.quantiles(ms, n=100)[94]
-        print(f"{label}: p50 {statistics.median(ms):.2f} ms, p95 {p95:.2f} ms, n={len(ms)}")
+        print(f"  {label}: wall {_p(wall[old])}; cpu {_p(cpu[old])}; n={len(wall[old])}")
+
+
+def _p(ms: list[float]) -> str:
+    p95 = statistics.quantiles(ms, n=100)[94]
+    return f"p50 {statistics.median(ms):.2f} ms, p95 {p95:.2f} ms"
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *(int(a) for a in sys.argv[3:4]))
+    main()
