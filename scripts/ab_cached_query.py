@@ -21,14 +21,15 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ep_mcp.cli.app import resolve_settings
 from ep_mcp.eval.golden import load_golden, with_refusals
-from ep_mcp.index import lexical
+from ep_mcp.index import lexical, reads
 from ep_mcp.index.embed.cache import QueryEmbeddingCache
+from ep_mcp.index.records import ChunkRecord, StoredChunk
 from ep_mcp.index.store import Store
 from ep_mcp.opening import open_library
 from ep_mcp.retrieval.types import SearchRequest
@@ -39,10 +40,21 @@ def old_term_counts(self: Store, terms: Sequence[str]) -> tuple[dict[str, int], 
     return lexical.term_counts(self._reader(), terms)
 
 
-CHANGES: dict[str, tuple[object, str, Callable[..., Any]]] = {
+def old_row(row: Sequence[Any]) -> StoredChunk:
+    """``StoreReads._row`` before: the three records built (and the info decoded) per row."""
+    cid, path, idx, hp, ls, le, bs, be, text, prefix, span, section, tokens = row[:13]
+    heading_path = reads.json_tuple(hp)
+    chunk = ChunkRecord(
+        path, idx, heading_path, (ls, le), (bs, be), text, prefix, span, section, tokens
+    )
+    return StoredChunk(int(cid), chunk, reads._file_record((path, *row[13:])))
+
+
+CHANGES: dict[str, tuple[object, str, Any]] = {
+    "row-records": (reads.StoreReads, "_row", staticmethod(old_row)),
     "term-counts": (Store, "term_counts", old_term_counts),
 }
-NEW = {name: getattr(owner, attr) for name, (owner, attr, _) in CHANGES.items()}
+NEW = {name: vars(owner)[attr] for name, (owner, attr, _) in CHANGES.items()}  # descriptors
 
 
 def use(old: bool, only: str | None) -> None:

@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ep_mcp.index.builder import build_index
 from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.index.store import Store
@@ -63,5 +65,28 @@ def test_a_terms_chunk_count_is_counted_once_per_index_version(
             {"battery": 3, "panels": 3, "zebra": 0},
             4,
         )
+    finally:
+        store.close()
+
+
+def test_a_row_read_again_is_the_same_frozen_record_and_an_edited_row_a_new_one(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    root = make_pack(FILES)
+    store = Store(tmp_path / "index.db")
+    try:
+        build(root, store)
+        (first,) = store.chunks_for_path("fuse.md")
+        again = store.chunks_by_ids([first.id])[first.id]
+        assert again is first  # built once: nothing made per query
+        with pytest.raises(TypeError):
+            again.file.info["always"] = True  # type: ignore[index]  # shared, so read-only
+        assert again.file.info.get("always") is False
+
+        (root / "fuse.md").write_text("# Fuses\n\nSize the fuse for the wire.\n")
+        build(root, store)
+        (edited,) = store.chunks_for_path("fuse.md")
+        assert "wire" in edited.chunk.text and "cable" not in edited.chunk.text
+        assert edited.file.content_hash != first.file.content_hash
     finally:
         store.close()
