@@ -18,10 +18,11 @@ one change alone, so each change gets its own figure. B is the code as it is.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from ep_mcp.index.embed.cache import QueryEmbeddingCache
 from ep_mcp.index.records import ChunkRecord, StoredChunk
 from ep_mcp.index.store import Store
 from ep_mcp.opening import open_library
+from ep_mcp.retrieval import fusion, profile
 from ep_mcp.retrieval.types import SearchRequest
 
 
@@ -50,7 +52,25 @@ def old_row(row: Sequence[Any]) -> StoredChunk:
     return StoredChunk(int(cid), chunk, reads._file_record((path, *row[13:])))
 
 
+def old_fuse_weighted(
+    lists: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
+) -> list[tuple[int, float]]:
+    """``fusion.fuse_weighted`` before: sorted on (-score, first-seen rank) from a second pass."""
+    scores: dict[int, float] = {}
+    for name, ranked in lists.items():
+        w = weights.get(name, 1.0)
+        for item, s in fusion.normalise(ranked).items():
+            scores[item] = scores.get(item, 0.0) + w * s
+    order: dict[int, int] = {}
+    for ranked in lists.values():
+        for item, _ in ranked:
+            order.setdefault(item, len(order))
+    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+
+
 CHANGES: dict[str, tuple[object, str, Any]] = {
+    "fusion-sort": (fusion, "fuse_weighted", old_fuse_weighted),
+    "profile-units": (profile, "_unit_once", profile._unit),
     "row-records": (reads.StoreReads, "_row", staticmethod(old_row)),
     "term-counts": (Store, "term_counts", old_term_counts),
 }
@@ -76,6 +96,10 @@ def main() -> None:
 
 def run_set(pack: Path, golden: Path, blocks: int, only: str | None) -> None:
     settings = resolve_settings(None, [str(pack)])
+    # the lexical leg's time limit is wall clock: on a loaded machine one side could be cut
+    # short and answer differently; the comparison is of the code, so the limit is out of reach
+    retrieval = dataclasses.replace(settings.retrieval, lexical_time_limit_ms=600_000)
+    settings = dataclasses.replace(settings, retrieval=retrieval)
     rt = open_library(settings, settings.home).get(None)
     queries = [q.query for q in with_refusals(load_golden(golden), pack).queries]
     base = rt.embedder.embedder if isinstance(rt.embedder, QueryEmbeddingCache) else rt.embedder
