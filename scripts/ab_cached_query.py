@@ -34,6 +34,7 @@ from ep_mcp.index.records import ChunkRecord, StoredChunk
 from ep_mcp.index.store import Store
 from ep_mcp.opening import open_library
 from ep_mcp.retrieval import fusion, profile
+from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.types import SearchRequest
 
 
@@ -68,7 +69,13 @@ def old_fuse_weighted(
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
 
 
+def old_made(cls: type[Candidate], **values: object) -> Candidate:
+    """Candidates made by the frozen ``__init__`` (what ``candidate_of`` called before)."""
+    return cls(**values)  # type: ignore[arg-type]
+
+
 CHANGES: dict[str, tuple[object, str, Any]] = {
+    "candidate-made": (Candidate, "made", classmethod(old_made)),
     "fusion-sort": (fusion, "fuse_weighted", old_fuse_weighted),
     "profile-units": (profile, "_unit_once", profile._unit),
     "row-records": (reads.StoreReads, "_row", staticmethod(old_row)),

@@ -32,7 +32,7 @@ def candidate_of(
             info.get("verified_at"), info.get("refresh"), view.refresh_cycle, None, today
         ).age_stale
     )
-    return Candidate(
+    return Candidate.made(
         chunk_id=sc.id,
         path=sc.file.path,
         score=score,
