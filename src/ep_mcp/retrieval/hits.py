@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 
 from ep_mcp.index.records import StoredChunk
@@ -109,7 +108,17 @@ def as_shown(hit: Hit) -> Hit:
     stage has read the raw span before; ``line_range`` and reconstruct's ``original_markdown``
     still name the whole span."""
     shown = strip_leading_noise(hit.text)
-    return hit if shown == hit.text else dataclasses.replace(hit, text=shown)
+    return hit if shown == hit.text else hit_with(hit, text=shown)
+
+
+def hit_with(hit: Hit, **changes: object) -> Hit:
+    """``dataclasses.replace(hit, **changes)`` without its per-call walk over the fields (a
+    query copies every hit once or twice): the fields copied, ``changes`` applied. ``Hit``
+    has no ``__post_init__``; its one default factory (``extra``) is shared by the copy, as
+    ``replace`` shares it. For the pipeline's own calls, which name only fields."""
+    new = object.__new__(Hit)
+    new.__dict__.update(hit.__dict__, **changes)
+    return new
 
 
 def no_live_files(path: str, length: int) -> tuple[bytes | None, str | None]:
