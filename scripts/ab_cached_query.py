@@ -6,13 +6,14 @@
 
 Every query of each golden set (dev, test and the pack's refusals) is answered by A and by B,
 plainly and with ``explain``, and the JSON of the two answers must be the same bytes (``took_ms``
-aside). Then blocks of each set's queries run A, B, A, B, ... and p50/p95 are printed per pack,
+aside). Then blocks of each set's queries run, each query by A and by B back to back (which
+first alternates), and p50/p95 are printed per pack,
 wall time and the thread's CPU time (``time.thread_time``: what the query cost, whatever the
 load of the machine). ``--blocks 0`` only checks the answers.
 
 A is the code before this stop's changes, put back by replacing what each change replaced
-(``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts back that
-one change alone, so each change gets its own figure. B is the code as it is.
+(``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts back the
+changes named NAME... alone, so each change gets its own figure. B is the code as it is.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from ep_mcp.index.embed.cache import QueryEmbeddingCache
 from ep_mcp.index.records import ChunkRecord, StoredChunk
 from ep_mcp.index.store import Store
 from ep_mcp.opening import open_library
-from ep_mcp.retrieval import fusion, profile
+from ep_mcp.retrieval import engine, fusion, hits, profile
 from ep_mcp.retrieval.candidates import Candidate
-from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.retrieval.confidence import Logistic
+from ep_mcp.retrieval.types import Hit, SearchRequest
 
 
 def old_term_counts(self: Store, terms: Sequence[str]) -> tuple[dict[str, int], int]:
@@ -74,7 +76,21 @@ def old_made(cls: type[Candidate], **values: object) -> Candidate:
     return cls(**values)  # type: ignore[arg-type]
 
 
+def old_hit_with(hit: Hit, **changes: Any) -> Hit:
+    return dataclasses.replace(hit, **changes)
+
+
+def old_logit(self: Logistic, x: Mapping[str, float]) -> float:
+    z = self.bias
+    for name, w, m, s in zip(self.names, self.weights, self.mean, self.scale, strict=True):
+        z += w * (x.get(name, 0.0) - m) / (s or 1.0)
+    return z
+
+
 CHANGES: dict[str, tuple[object, str, Any]] = {
+    "hit-copy": (hits, "hit_with", old_hit_with),
+    "hit-copy-engine": (engine, "hit_with", old_hit_with),
+    "logit-terms": (Logistic, "logit", old_logit),
     "candidate-made": (Candidate, "made", classmethod(old_made)),
     "fusion-sort": (fusion, "fuse_weighted", old_fuse_weighted),
     "profile-units": (profile, "_unit_once", profile._unit),
@@ -86,7 +102,7 @@ NEW = {name: vars(owner)[attr] for name, (owner, attr, _) in CHANGES.items()}  #
 
 def use(old: bool, only: str | None) -> None:
     for name, (owner, attr, before) in CHANGES.items():
-        back = old and (only is None or name == only)
+        back = old and (only is None or name.startswith(only))
         setattr(owner, attr, before if back else NEW[name])
 
 
@@ -127,10 +143,10 @@ def run_set(pack: Path, golden: Path, blocks: int, only: str | None) -> None:
     print(f"{pack.name}: answers byte-identical on {len(queries)} queries (plain and explain)")
     wall: dict[bool, list[float]] = {True: [], False: []}
     cpu: dict[bool, list[float]] = {True: [], False: []}
-    for _ in range(blocks):
-        for old in (True, False):
-            use(old, only)
-            for q in queries:
+    for block in range(blocks):
+        for i, q in enumerate(queries):  # A and B back to back per query, in turns first
+            for old in (True, False) if (block + i) % 2 == 0 else (False, True):
+                use(old, only)
                 started, thread = time.perf_counter(), time.thread_time()
                 rt.search(SearchRequest(q, k=10), query_embedder=cache)
                 cpu[old].append((time.thread_time() - thread) * 1000)
@@ -140,6 +156,10 @@ def run_set(pack: Path, golden: Path, blocks: int, only: str | None) -> None:
         return
     for old, label in ((True, "before"), (False, "after")):
         print(f"  {label}: wall {_p(wall[old])}; cpu {_p(cpu[old])}; n={len(wall[old])}")
+    # the same query, before and after, a moment apart: the median of the pairs' differences
+    paired = [b - a for a, b in zip(cpu[True], cpu[False], strict=True)]
+    change, base = statistics.median(paired), statistics.median(cpu[True])
+    print(f"  cpu per query, paired: {change:+.3f} ms ({change / base:+.1%})")
 
 
 def _p(ms: list[float]) -> str:
