@@ -27,9 +27,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ep_mcp.cli.app import resolve_settings
 from ep_mcp.eval.golden import load_golden, with_refusals
-from ep_mcp.index import lexical, reads
+from ep_mcp.index import lexical, reads, vectors
 from ep_mcp.index.embed.cache import QueryEmbeddingCache
 from ep_mcp.index.records import ChunkRecord, StoredChunk
 from ep_mcp.index.store import Store
@@ -87,7 +89,19 @@ def old_logit(self: Logistic, x: Mapping[str, float]) -> float:
     return z
 
 
+def old_matrix_top(ids: Any, mat: Any, query: Any, n: int) -> list[tuple[int, float]]:
+    """``vectors.matrix_top`` before: int() and float() per element of the top."""
+    if len(ids) == 0:
+        return []
+    sims = mat @ query.astype(np.float32)
+    n = min(n, len(ids))
+    top = np.argpartition(-sims, n - 1)[:n]
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [(int(ids[i]), float(sims[i])) for i in top]
+
+
 CHANGES: dict[str, tuple[object, str, Any]] = {
+    "vector-tolist": (vectors, "matrix_top", old_matrix_top),
     "hit-copy": (hits, "hit_with", old_hit_with),
     "hit-copy-engine": (engine, "hit_with", old_hit_with),
     "logit-terms": (Logistic, "logit", old_logit),
