@@ -36,7 +36,7 @@ from ep_mcp.index.embed.cache import QueryEmbeddingCache
 from ep_mcp.index.records import ChunkRecord, StoredChunk
 from ep_mcp.index.store import Store
 from ep_mcp.opening import open_library
-from ep_mcp.retrieval import engine, fusion, hits, profile
+from ep_mcp.retrieval import engine, freshness, fusion, hits, profile
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.confidence import Logistic
 from ep_mcp.retrieval.types import Hit, SearchRequest
@@ -101,6 +101,7 @@ def old_matrix_top(ids: Any, mat: Any, query: Any, n: int) -> list[tuple[int, fl
 
 
 CHANGES: dict[str, tuple[object, str, Any]] = {
+    "freshness-memo": (hits, "freshness_of", freshness.freshness),
     "vector-tolist": (vectors, "matrix_top", old_matrix_top),
     "hit-copy": (hits, "hit_with", old_hit_with),
     "hit-copy-engine": (engine, "hit_with", old_hit_with),

@@ -6,7 +6,7 @@ import datetime as dt
 
 from ep_mcp.index.records import StoredChunk
 from ep_mcp.retrieval.candidates import Candidate
-from ep_mcp.retrieval.freshness import freshness
+from ep_mcp.retrieval.freshness import freshness_of
 from ep_mcp.retrieval.reconstruct import provenance, span_changed
 from ep_mcp.retrieval.source import LiveFiles
 from ep_mcp.retrieval.types import Hit
@@ -27,7 +27,7 @@ def candidate_of(
     info = sc.file.info
     stale = (
         today is not None
-        and freshness(
+        and freshness_of(
             info.get("verified_at"), info.get("refresh"), view.refresh_cycle, None, today
         ).age_stale
     )
@@ -59,7 +59,7 @@ def hit_of(
     """The answer for one candidate, with freshness; with ``live_files`` (reconstruct mode)
     also its provenance and whether the file changed under the span since indexing."""
     info = sc.file.info
-    fresh = freshness(
+    fresh = freshness_of(
         info.get("verified_at"),
         info.get("refresh"),
         view.refresh_cycle,
