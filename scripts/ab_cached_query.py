@@ -1,19 +1,21 @@
-"""Cached-query latency of the hot-path changes, old against new in one process, interleaved
-(A B A B ...), after checking query by query that both give byte-identical answers.
+"""Cached-query cost of the hot-path changes, old (A) against new (B) in one process, after
+checking query by query that both give byte-identical answers.
 
     EP_MCP_HOME=... python scripts/ab_cached_query.py [--blocks N] [--only NAME] \\
         PACK=GOLDEN.yaml [PACK=GOLDEN.yaml ...]
 
 Every query of each golden set (dev, test and the pack's refusals) is answered by A and by B,
 plainly and with ``explain``, and the JSON of the two answers must be the same bytes (``took_ms``
-aside). Then blocks of each set's queries run, each query by A and by B back to back (which
-first alternates), and p50/p95 are printed per pack,
-wall time and the thread's CPU time (``time.thread_time``: what the query cost, whatever the
-load of the machine). ``--blocks 0`` only checks the answers.
+aside). Then ``--blocks`` rounds of each set's queries run, each query by A and by B back to
+back (which one first alternates), and per pack the script prints p50/p95 of the wall time
+and of the thread's CPU time (``time.thread_time``: what the query cost, whatever the load),
+and the median of the paired CPU differences. ``--blocks 0`` only checks the answers.
 
-A is the code before this stop's changes, put back by replacing what each change replaced
-(``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts back the
-changes named NAME... alone, so each change gets its own figure. B is the code as it is.
+A is the code before issue #21's hot-path stops, put back by replacing what each change
+replaced (``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts
+back only the changes whose name starts with NAME, so each change gets its own figure. B is
+the code as it is. (The CLI's one BLAS thread is process-wide: ``ep-mcp bench query`` with
+and without ``OPENBLAS_NUM_THREADS`` measures it.)
 """
 
 from __future__ import annotations
