@@ -1,77 +1,188 @@
-"""Cached-query latency of this stop's hot-path change, old against new in one process,
-interleaved (A B A B ...), after checking that both give identical answers.
+"""Cached-query cost of the hot-path changes, old (A) against new (B) in one process, after
+checking query by query that both give byte-identical answers.
 
-    EP_MCP_HOME=... python scripts/ab_cached_query.py PACK GOLDEN.yaml [BLOCKS]
+    EP_MCP_HOME=... python scripts/ab_cached_query.py [--blocks N] [--only NAME] \\
+        PACK=GOLDEN.yaml [PACK=GOLDEN.yaml ...]
 
-A is ``dataclasses.replace`` for ``Candidate`` copies and an uncached JSON decode of the
-heading-path and tag columns (what ran before); B is what runs now.
+Every query of each golden set (dev, test and the pack's refusals) is answered by A and by B,
+plainly and with ``explain``, and the JSON of the two answers must be the same bytes (``took_ms``
+aside). Then ``--blocks`` rounds of each set's queries run, each query by A and by B back to
+back (which one first alternates), and per pack the script prints p50/p95 of the wall time
+and of the thread's CPU time (``time.thread_time``: what the query cost, whatever the load),
+and the median of the paired CPU differences. ``--blocks 0`` only checks the answers.
+
+A is the code before issue #21's hot-path stops, put back by replacing what each change
+replaced (``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts
+back only the changes whose name starts with NAME, so each change gets its own figure. B is
+the code as it is. (The CLI's one BLAS thread is process-wide: ``ep-mcp bench query`` with
+and without ``OPENBLAS_NUM_THREADS`` measures it.)
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import statistics
-import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
+import numpy as np
 
 from ep_mcp.cli.app import resolve_settings
-from ep_mcp.index import reads
+from ep_mcp.eval.golden import load_golden, with_refusals
+from ep_mcp.index import lexical, reads, vectors
 from ep_mcp.index.embed.cache import QueryEmbeddingCache
+from ep_mcp.index.records import ChunkRecord, StoredChunk
+from ep_mcp.index.store import Store
 from ep_mcp.opening import open_library
+from ep_mcp.retrieval import engine, freshness, fusion, hits, profile
 from ep_mcp.retrieval.candidates import Candidate
-from ep_mcp.retrieval.types import SearchRequest
-
-NEW = (Candidate._with, reads.json_tuple)
-
-
-def old_with(self: Candidate, **changes: Any) -> Candidate:
-    return dataclasses.replace(self, **changes)
+from ep_mcp.retrieval.confidence import Logistic
+from ep_mcp.retrieval.types import Hit, SearchRequest
 
 
-def old_json(raw: str) -> tuple[str, ...]:
-    return tuple(json.loads(raw))
+def old_term_counts(self: Store, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+    """``Store.term_counts`` before: every term counted again by FTS5 on every query."""
+    return lexical.term_counts(self._reader(), terms)
 
 
-def use(old: bool) -> None:
-    Candidate._with, reads.json_tuple = (old_with, old_json) if old else NEW  # type: ignore[method-assign,assignment]
+def old_row(row: Sequence[Any]) -> StoredChunk:
+    """``StoreReads._row`` before: the three records built (and the info decoded) per row."""
+    cid, path, idx, hp, ls, le, bs, be, text, prefix, span, section, tokens = row[:13]
+    heading_path = reads.json_tuple(hp)
+    chunk = ChunkRecord(
+        path, idx, heading_path, (ls, le), (bs, be), text, prefix, span, section, tokens
+    )
+    return StoredChunk(int(cid), chunk, reads._file_record((path, *row[13:])))
 
 
-def main(pack: str, golden: str, blocks: int = 10) -> None:
-    settings = resolve_settings(None, [pack])
+def old_fuse_weighted(
+    lists: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
+) -> list[tuple[int, float]]:
+    """``fusion.fuse_weighted`` before: sorted on (-score, first-seen rank) from a second pass."""
+    scores: dict[int, float] = {}
+    for name, ranked in lists.items():
+        w = weights.get(name, 1.0)
+        for item, s in fusion.normalise(ranked).items():
+            scores[item] = scores.get(item, 0.0) + w * s
+    order: dict[int, int] = {}
+    for ranked in lists.values():
+        for item, _ in ranked:
+            order.setdefault(item, len(order))
+    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+def old_made(cls: type[Candidate], **values: object) -> Candidate:
+    """Candidates made by the frozen ``__init__`` (what ``candidate_of`` called before)."""
+    return cls(**values)  # type: ignore[arg-type]
+
+
+def old_hit_with(hit: Hit, **changes: Any) -> Hit:
+    return dataclasses.replace(hit, **changes)
+
+
+def old_logit(self: Logistic, x: Mapping[str, float]) -> float:
+    z = self.bias
+    for name, w, m, s in zip(self.names, self.weights, self.mean, self.scale, strict=True):
+        z += w * (x.get(name, 0.0) - m) / (s or 1.0)
+    return z
+
+
+def old_matrix_top(ids: Any, mat: Any, query: Any, n: int) -> list[tuple[int, float]]:
+    """``vectors.matrix_top`` before: int() and float() per element of the top."""
+    if len(ids) == 0:
+        return []
+    sims = mat @ query.astype(np.float32)
+    n = min(n, len(ids))
+    top = np.argpartition(-sims, n - 1)[:n]
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [(int(ids[i]), float(sims[i])) for i in top]
+
+
+CHANGES: dict[str, tuple[object, str, Any]] = {
+    "freshness-memo": (hits, "freshness_of", freshness.freshness),
+    "vector-tolist": (vectors, "matrix_top", old_matrix_top),
+    "hit-copy": (hits, "hit_with", old_hit_with),
+    "hit-copy-engine": (engine, "hit_with", old_hit_with),
+    "logit-terms": (Logistic, "logit", old_logit),
+    "candidate-made": (Candidate, "made", classmethod(old_made)),
+    "fusion-sort": (fusion, "fuse_weighted", old_fuse_weighted),
+    "profile-units": (profile, "_unit_once", profile._unit),
+    "row-records": (reads.StoreReads, "_row", staticmethod(old_row)),
+    "term-counts": (Store, "term_counts", old_term_counts),
+}
+NEW = {name: vars(owner)[attr] for name, (owner, attr, _) in CHANGES.items()}  # descriptors
+
+
+def use(old: bool, only: str | None) -> None:
+    for name, (owner, attr, before) in CHANGES.items():
+        back = old and (only is None or name.startswith(only))
+        setattr(owner, attr, before if back else NEW[name])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("sets", nargs="+", metavar="PACK=GOLDEN")
+    parser.add_argument("--blocks", type=int, default=10)
+    parser.add_argument("--only", choices=sorted(CHANGES))
+    args = parser.parse_args()
+    for spec in args.sets:
+        pack, golden = spec.split("=", 1)
+        run_set(Path(pack), Path(golden), args.blocks, args.only)
+
+
+def run_set(pack: Path, golden: Path, blocks: int, only: str | None) -> None:
+    settings = resolve_settings(None, [str(pack)])
+    # the lexical leg's time limit is wall clock: on a loaded machine one side could be cut
+    # short and answer differently; the comparison is of the code, so the limit is out of reach
+    retrieval = dataclasses.replace(settings.retrieval, lexical_time_limit_ms=600_000)
+    settings = dataclasses.replace(settings, retrieval=retrieval)
     rt = open_library(settings, settings.home).get(None)
-    queries = [q["query"] for q in yaml.safe_load(Path(golden).read_text())["queries"]]
+    queries = [q.query for q in with_refusals(load_golden(golden), pack).queries]
     base = rt.embedder.embedder if isinstance(rt.embedder, QueryEmbeddingCache) else rt.embedder
     cache = QueryEmbeddingCache(base)
 
-    def answer(q: str) -> dict[str, Any]:
-        result = rt.search(SearchRequest(q, k=10), query_embedder=cache).to_dict()
-        result.pop("took_ms")
-        return result
+    def answer(q: str, explain: bool) -> str:
+        result = rt.search(SearchRequest(q, k=10, explain=explain), query_embedder=cache)
+        out = result.to_dict()
+        out.pop("took_ms")
+        return json.dumps(out, sort_keys=True)
 
     for q in queries:
-        use(True)
-        before = answer(q)
-        use(False)
-        assert answer(q) == before, q
-    print(f"answers identical on {len(queries)} queries")
-    timings: dict[bool, list[float]] = {True: [], False: []}
-    for _ in range(blocks):
-        for old in (True, False):
-            use(old)
-            for q in queries:
-                started = time.perf_counter()
+        for explain in (False, True):
+            use(True, only)
+            before = answer(q, explain)
+            use(False, only)
+            assert answer(q, explain) == before, (pack.name, q, explain)
+    print(f"{pack.name}: answers byte-identical on {len(queries)} queries (plain and explain)")
+    wall: dict[bool, list[float]] = {True: [], False: []}
+    cpu: dict[bool, list[float]] = {True: [], False: []}
+    for block in range(blocks):
+        for i, q in enumerate(queries):  # A and B back to back per query, in turns first
+            for old in (True, False) if (block + i) % 2 == 0 else (False, True):
+                use(old, only)
+                started, thread = time.perf_counter(), time.thread_time()
                 rt.search(SearchRequest(q, k=10), query_embedder=cache)
-                timings[old].append((time.perf_counter() - started) * 1000)
+                cpu[old].append((time.thread_time() - thread) * 1000)
+                wall[old].append((time.perf_counter() - started) * 1000)
+    use(False, only)
+    if not blocks:
+        return
     for old, label in ((True, "before"), (False, "after")):
-        ms = timings[old]
-        p95 = statistics.quantiles(ms, n=100)[94]
-        print(f"{label}: p50 {statistics.median(ms):.2f} ms, p95 {p95:.2f} ms, n={len(ms)}")
+        print(f"  {label}: wall {_p(wall[old])}; cpu {_p(cpu[old])}; n={len(wall[old])}")
+    # the same query, before and after, a moment apart: the median of the pairs' differences
+    paired = [b - a for a, b in zip(cpu[True], cpu[False], strict=True)]
+    change, base = statistics.median(paired), statistics.median(cpu[True])
+    print(f"  cpu per query, paired: {change:+.3f} ms ({change / base:+.1%})")
+
+
+def _p(ms: list[float]) -> str:
+    p95 = statistics.quantiles(ms, n=100)[94]
+    return f"p50 {statistics.median(ms):.2f} ms, p95 {p95:.2f} ms"
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *(int(a) for a in sys.argv[3:4]))
+    main()

@@ -2,7 +2,7 @@ import datetime as dt
 
 import pytest
 
-from ep_mcp.retrieval.freshness import freshness, parse_date, parse_duration_days
+from ep_mcp.retrieval.freshness import freshness, freshness_of, parse_date, parse_duration_days
 
 TODAY = dt.date(2026, 6, 1)
 
@@ -110,3 +110,16 @@ def test_freshness_as_json() -> None:
         "expired": True,
         "expires_at": "2026-05-01",
     }
+
+
+def test_freshness_is_judged_once_per_set_of_values_and_kept_apart_by_type() -> None:
+    today = dt.date(2026, 6, 1)
+    first = freshness_of("2026-01-01", "P30D", None, "2027-01-01", today)
+    assert freshness_of("2026-01-01", "P30D", None, "2027-01-01", today) is first
+    assert first == freshness("2026-01-01", "P30D", None, "2027-01-01", today)
+    # equal as keys, shown differently: never mixed up
+    assert freshness_of(None, None, None, 1, today).expires_at == "1"
+    assert freshness_of(None, None, None, True, today).expires_at == "True"
+    # a value a pack got wrong (a list) is still judged, not a TypeError
+    odd = freshness_of(["2026-01-01"], None, None, None, today)
+    assert odd == freshness(["2026-01-01"], None, None, None, today)

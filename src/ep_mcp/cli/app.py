@@ -109,6 +109,18 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Machine-read
 def main(verbose: int) -> None:
     """ep-mcp: serve folders of markdown as a hybrid-search knowledge service (MCP + HTTP)."""
     setup_logging(["WARNING", "INFO", "DEBUG"][min(verbose, 2)])
+    one_blas_thread()
+
+
+def one_blas_thread() -> None:
+    """numpy's BLAS on one thread unless the environment already says how many (before numpy
+    is imported: no command imports it before it runs). A query's matrix products are small,
+    and OpenBLAS's helper threads spin for a while after each one: with queries a few ms
+    apart they never sleep, a core burns beside every served process and the query waits for
+    them on a loaded machine (cached query 4.2 -> 2.9 CPU-ms, docs/BENCHMARKS.md). Searches
+    overlap on the caller's threads instead, as the model's runtime is on one thread already
+    (``index/embed/local.py``). The results are the same."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 @main.group("bench")

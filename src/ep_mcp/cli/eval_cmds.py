@@ -304,6 +304,10 @@ def query_cmd(
                 queries = [d.title for d in rt.pack.documents if d.title and not d.navigation]
             rows += query_latency(rt, queries[:100], repeats=repeats)
             extra["chunks"] = rt.store.counts()["chunks"]
+            by = {r.label: r for r in rows}
+            cold, bare = by.get("embedding the query"), by.get("the model alone, one query")
+            if cold is not None and bare is not None and bare.p50_ms > 0:
+                extra["cold_over_model_p50"] = round(cold.p50_ms / bare.p50_ms, 2)
         finally:
             rt.close()
     if synthetic:
@@ -314,7 +318,10 @@ def query_cmd(
         emit_json({"latency": [r.to_dict() for r in rows], **extra})
         return
     for r in rows:
-        click.echo(f"{r.label:<44} n={r.queries:<4} p50 {r.p50_ms:7.2f} ms  p95 {r.p95_ms:7.2f} ms")
+        cpu = f"  cpu p50 {r.cpu_p50_ms:7.2f} ms" if r.cpu_p50_ms is not None else ""
+        click.echo(
+            f"{r.label:<44} n={r.queries:<4} p50 {r.p50_ms:7.2f} ms  p95 {r.p95_ms:7.2f} ms{cpu}"
+        )
     for key, value in extra.items():
         click.echo(f"{key}: {value}")
 

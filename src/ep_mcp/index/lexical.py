@@ -50,3 +50,33 @@ def term_counts(conn: Any, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     safe = {t: t.replace('"', "") for t in terms if t.replace('"', "").strip()}
     counts = {t: int(conn.execute(sql, (f'"{q}"',)).fetchall()[0][0]) for t, q in safe.items()}
     return counts, int(conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0])
+
+
+class TermCounts:
+    """``term_counts`` of one reader connection, remembered while the index stays the same.
+
+    A term's chunk count and the number of chunks are constants of an index version: the
+    confidence stage asks for them on every query (one FTS5 count per term and one of the
+    chunks), so they are counted once per term per version. The version is SQLite's
+    ``PRAGMA data_version`` of the connection, which changes whenever another connection
+    (a build, a backfill) has committed; any change forgets everything counted.
+    """
+
+    MAX_TERMS = 8192  # remembered per version; past it the memory starts again
+
+    def __init__(self) -> None:
+        self.version: int | None = None
+        self.total = 0
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, conn: Any, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        version = int(conn.execute("PRAGMA data_version").fetchall()[0][0])
+        if version != self.version or len(self.counts) > self.MAX_TERMS:
+            self.version, self.counts = None, {}
+            self.total = int(conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0])
+            self.version = version
+        unknown = [t for t in terms if t not in self.counts]
+        if unknown:
+            self.counts.update(term_counts(conn, unknown)[0])
+        counts = self.counts
+        return {t: counts[t] for t in terms if t in counts}, self.total

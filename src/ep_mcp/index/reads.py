@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Iterator, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from ep_mcp.index.records import ChunkRecord, FileRecord, StoredChunk
@@ -24,12 +26,7 @@ class StoreReads:
 
     @staticmethod
     def _row(row: Sequence[Any]) -> StoredChunk:
-        cid, path, idx, hp, ls, le, bs, be, text, prefix, span, section, tokens = row[:13]
-        heading_path = json_tuple(hp)
-        chunk = ChunkRecord(
-            path, idx, heading_path, (ls, le), (bs, be), text, prefix, span, section, tokens
-        )
-        return StoredChunk(int(cid), chunk, _file_record((path, *row[13:])))
+        return stored_chunk(tuple(row))
 
     def _batched(self, sql: str, keys: Sequence[Any]) -> Iterator[Any]:
         """The rows of ``sql`` over ``keys``, 500 at a time into its ``{marks}`` placeholders."""
@@ -66,6 +63,20 @@ class StoreReads:
             "info FROM files ORDER BY path"
         )
         return [_file_record(r) for r in rows.fetchall()]
+
+
+@functools.lru_cache(maxsize=4096)
+def stored_chunk(row: tuple[Any, ...]) -> StoredChunk:
+    """A chunk row (``_CHUNK_COLUMNS``) as its record, built once per distinct row: the same
+    few hundred rows come back query after query, and making the three records (and decoding
+    the file's info) cost more than the SQL that read them. Keyed by every column's value, so
+    a row that changed is a new record; records are frozen and the info mapping read-only."""
+    cid, path, idx, hp, ls, le, bs, be, text, prefix, span, section, tokens = row[:13]
+    chunk = ChunkRecord(
+        path, idx, json_tuple(hp), (ls, le), (bs, be), text, prefix, span, section, tokens
+    )
+    file = _file_record((path, *row[13:]))
+    return StoredChunk(int(cid), chunk, dataclasses.replace(file, info=MappingProxyType(file.info)))
 
 
 @functools.lru_cache(maxsize=8192)

@@ -97,6 +97,7 @@ class Store(StoreReads):
             if self.vector_engine == "sqlite-vec":
                 vx.load_sqlite_vec(conn)
             self._local.conn = conn
+            self._local.term_counts = lexical.TermCounts()
             with self._lock:
                 self._readers.append(conn)
         return conn
@@ -337,7 +338,9 @@ class Store(StoreReads):
 
     def term_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """Chunks containing each term (FTS5, stemmed) and the number of chunks: for IDF."""
-        return lexical.term_counts(self._reader(), terms)
+        conn = self._reader()  # first: it makes this thread's counts too
+        counts: lexical.TermCounts = self._local.term_counts
+        return counts(conn, terms)
 
     # -- vectors (index/vectors.py: the numpy scan and the vec0 mirror) ---------------------
 

@@ -181,7 +181,8 @@ def matrix_top(
     n = min(n, len(ids))
     top = np.argpartition(-sims, n - 1)[:n]
     top = top[np.argsort(-sims[top], kind="stable")]
-    return [(int(ids[i]), float(sims[i])) for i in top]
+    # tolist: the same Python ints and floats as int()/float() per element, in one call
+    return list(zip(ids[top].tolist(), sims[top].tolist(), strict=True))
 
 
 def matrix_rows(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,16 @@ class Candidate:
     def noted(self, note: str) -> Candidate:
         return self._with(notes=(*self.notes, note))
 
+    @classmethod
+    def made(cls, **values: object) -> Candidate:
+        """``Candidate(**values)`` without the frozen ``__init__``'s one ``object.__setattr__``
+        per field (a query makes a few dozen): the defaults, then ``values``, set at once. For
+        the pipeline's own calls, which name every field without a default and nothing else
+        (unchecked)."""
+        new = object.__new__(cls)
+        new.__dict__.update(_DEFAULTS, **values)
+        return new
+
     def _with(self, **changes: object) -> Candidate:
         """``dataclasses.replace`` without its per-call field walk (the stages call this a
         few dozen times a query): a copy of the fields, ``changes`` applied. No field has a
@@ -42,6 +52,11 @@ class Candidate:
         new = object.__new__(Candidate)
         new.__dict__.update(self.__dict__, **changes)
         return new
+
+
+# every field in order (so ``__dict__`` is laid out as ``__init__`` lays it out); the two
+# without a default are always given
+_DEFAULTS = {f.name: f.default for f in fields(Candidate)}
 
 
 def by_score(candidates: list[Candidate]) -> list[Candidate]:

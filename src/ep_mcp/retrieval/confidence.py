@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.threshold import Evidence
@@ -56,9 +56,16 @@ class Logistic:
 
     def logit(self, x: Mapping[str, float]) -> float:
         z = self.bias
-        for name, w, m, s in zip(self.names, self.weights, self.mean, self.scale, strict=True):
-            z += w * (x.get(name, 0.0) - m) / (s or 1.0)
+        get = x.get
+        for name, w, m, s in self._terms:
+            z += w * (get(name, 0.0) - m) / s
         return z
+
+    @cached_property
+    def _terms(self) -> tuple[tuple[str, float, float, float], ...]:
+        """(name, weight, mean, scale or 1) per feature, zipped once per model, not per hit."""
+        scale = tuple(s or 1.0 for s in self.scale)
+        return tuple(zip(self.names, self.weights, self.mean, scale, strict=True))
 
     def probability(self, x: Mapping[str, float]) -> float:
         return sigmoid(self.logit(x))

@@ -26,7 +26,7 @@ from ep_mcp.retrieval.expand import expand_graph, expand_requires_of
 from ep_mcp.retrieval.explain import Trace
 from ep_mcp.retrieval.fallback import score_lexically
 from ep_mcp.retrieval.fusion import FUSIONS
-from ep_mcp.retrieval.hits import as_shown, candidate_of, hit_of, no_live_files
+from ep_mcp.retrieval.hits import as_shown, candidate_of, hit_of, hit_with, no_live_files
 from ep_mcp.retrieval.intent import Intent, classify_intent
 from ep_mcp.retrieval.legs import LegChoice, Legs, run_legs
 from ep_mcp.retrieval.mmr import cap_per_file, mmr_select
@@ -387,8 +387,7 @@ def _confidence(
     ]
     judged = assess(views, evidence, idf, model, unknown)
     hits = tuple(
-        dataclasses.replace(h, confidence=round(p, 4))
-        for h, p in zip(hits, judged.confidences, strict=True)
+        hit_with(h, confidence=round(p, 4)) for h, p in zip(hits, judged.confidences, strict=True)
     )
     run.trace.note("confidence", f"answerable {judged.answerable:.3f}")
     return hits, judged

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 _DURATION = re.compile(
@@ -84,3 +85,27 @@ def freshness(
     expired = expiry is not None and expiry < today
     shown = expiry.isoformat() if expiry is not None else (str(expires_at) if expires_at else None)
     return Freshness(age, stale, expired, shown)
+
+
+@lru_cache(maxsize=4096, typed=True)  # typed: 1, 1.0 and True are shown differently
+def _remembered(
+    verified_at: Any, refresh: Any, refresh_cycle: Any, expires_at: Any, today: dt.date
+) -> Freshness:
+    return freshness(verified_at, refresh, refresh_cycle, expires_at, today)
+
+
+def freshness_of(
+    verified_at: Any,
+    refresh: str | None,
+    refresh_cycle: str | None,
+    expires_at: Any,
+    today: dt.date,
+) -> Freshness:
+    """``freshness``, computed once per distinct set of values (a query judges a few dozen
+    chunks of a few files, the same ones query after query); ``Freshness`` is frozen, so it is
+    shared. A value that cannot be a key (a list where a pack should have written a date) is
+    judged afresh."""
+    try:
+        return _remembered(verified_at, refresh, refresh_cycle, expires_at, today)
+    except TypeError:  # unhashable
+        return freshness(verified_at, refresh, refresh_cycle, expires_at, today)

@@ -8,18 +8,11 @@ method is one function registered here plus its name in `config.Fusion`.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from operator import itemgetter
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
 Ranked = Sequence[tuple[int, float]]  # (item id, score), best first
-
-
-def _first_seen(lists: Mapping[str, Sequence[tuple[K, float]]]) -> dict[K, int]:
-    order: dict[K, int] = {}
-    for ranked in lists.values():
-        for item, _ in ranked:
-            order.setdefault(item, len(order))
-    return order
 
 
 def fuse_rrf(
@@ -34,8 +27,7 @@ def fuse_rrf(
         w = 1.0 if weights is None else weights.get(name, 1.0)
         for rank, (item, _) in enumerate(ranked, start=1):
             scores[item] = scores.get(item, 0.0) + w / (k + rank)
-    order = _first_seen(lists)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+    return _best_first(scores)
 
 
 def normalise(ranked: Ranked) -> dict[int, float]:
@@ -57,8 +49,14 @@ def fuse_weighted(
         w = weights.get(name, 1.0)
         for item, s in normalise(ranked).items():
             scores[item] = scores.get(item, 0.0) + w * s
-    order = _first_seen(lists)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+    return _best_first(scores)
+
+
+def _best_first(scores: dict[K, float]) -> list[tuple[K, float]]:
+    """Highest score first, ties in first-seen order: ``scores`` was filled list by list in
+    order, so its keys already are in first-seen order, and a stable sort (``reverse`` keeps
+    ties in place) on the score alone gives what sorting on (-score, first seen) gives."""
+    return sorted(scores.items(), key=itemgetter(1), reverse=True)
 
 
 Fusion = Callable[[Mapping[str, Ranked], Mapping[str, float], int], list[tuple[int, float]]]

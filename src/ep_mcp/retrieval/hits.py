@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 
 from ep_mcp.index.records import StoredChunk
 from ep_mcp.retrieval.candidates import Candidate
-from ep_mcp.retrieval.freshness import freshness
+from ep_mcp.retrieval.freshness import freshness_of
 from ep_mcp.retrieval.reconstruct import provenance, span_changed
 from ep_mcp.retrieval.source import LiveFiles
 from ep_mcp.retrieval.types import Hit
@@ -28,11 +27,11 @@ def candidate_of(
     info = sc.file.info
     stale = (
         today is not None
-        and freshness(
+        and freshness_of(
             info.get("verified_at"), info.get("refresh"), view.refresh_cycle, None, today
         ).age_stale
     )
-    return Candidate(
+    return Candidate.made(
         chunk_id=sc.id,
         path=sc.file.path,
         score=score,
@@ -60,7 +59,7 @@ def hit_of(
     """The answer for one candidate, with freshness; with ``live_files`` (reconstruct mode)
     also its provenance and whether the file changed under the span since indexing."""
     info = sc.file.info
-    fresh = freshness(
+    fresh = freshness_of(
         info.get("verified_at"),
         info.get("refresh"),
         view.refresh_cycle,
@@ -109,7 +108,17 @@ def as_shown(hit: Hit) -> Hit:
     stage has read the raw span before; ``line_range`` and reconstruct's ``original_markdown``
     still name the whole span."""
     shown = strip_leading_noise(hit.text)
-    return hit if shown == hit.text else dataclasses.replace(hit, text=shown)
+    return hit if shown == hit.text else hit_with(hit, text=shown)
+
+
+def hit_with(hit: Hit, **changes: object) -> Hit:
+    """``dataclasses.replace(hit, **changes)`` without its per-call walk over the fields (a
+    query copies every hit once or twice): the fields copied, ``changes`` applied. ``Hit``
+    has no ``__post_init__``; its one default factory (``extra``) is shared by the copy, as
+    ``replace`` shares it. For the pipeline's own calls, which name only fields."""
+    new = object.__new__(Hit)
+    new.__dict__.update(hit.__dict__, **changes)
+    return new
 
 
 def no_live_files(path: str, length: int) -> tuple[bytes | None, str | None]:

@@ -32,7 +32,7 @@ def profile_similarities(
     for path in dict.fromkeys(paths):
         text = profiles.get(path)
         if text:
-            out[path] = float(np.dot(q, _unit(embed(text))))
+            out[path] = float(np.dot(q, _unit_once(embed(text))))
     return out
 
 
@@ -52,6 +52,24 @@ def apply_profile(
         bonus = weight * scale * max(sim, 0.0)
         out.append(c.moved(c.score + bonus, f"file profile: cosine {sim:.3f} +{bonus:.4f}"))
     return by_score(out)
+
+
+_UNITS: dict[int, tuple[Vector, Vector]] = {}  # id(vector) -> (that vector, its unit vector)
+MAX_UNITS = 4096
+
+
+def _unit_once(v: Vector) -> Vector:
+    """``_unit(v)``, computed once per vector object: the runtime hands out the same vector of
+    a profile on every query. The entry holds ``v`` itself, so its id is not reused while it
+    is remembered (vectors are never changed in place)."""
+    known = _UNITS.get(id(v))
+    if known is not None and known[0] is v:
+        return known[1]
+    if len(_UNITS) >= MAX_UNITS:
+        _UNITS.clear()
+    unit = _unit(v)
+    _UNITS[id(v)] = (v, unit)
+    return unit
 
 
 def _unit(v: Vector) -> Vector:

@@ -1,0 +1,37 @@
+"""``bench query`` says what a query cost in CPU as well as in wall time (a shared machine's
+wall clock drifts), and times the model alone on one query, what the cold query is held to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ep_mcp.bench.query import query_latency
+from ep_mcp.config import PackSettings, Settings
+from ep_mcp.index.embed.fake import HashingEmbedder
+from ep_mcp.runtime import PackRuntime
+
+FILES = {
+    "kilns.md": "# Kilns\n\nFire stoneware slowly to cone six.\n",
+    "glazes.md": "# Glazes\n\nA celadon glaze wants a reduction firing.\n",
+}
+
+
+def test_each_row_has_a_cpu_figure_and_the_model_alone_is_timed(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    root = make_pack(FILES)
+    where = PackSettings(path=root, index_dir=tmp_path / "idx")
+    rt = PackRuntime(where, Settings(), HashingEmbedder(64), tmp_path)
+    rt.index(show_progress=False)
+    try:
+        rows = {r.label: r for r in query_latency(rt, ["stoneware cone", "celadon"], repeats=2)}
+    finally:
+        rt.close()
+    model = rows["the model alone, one query"]
+    assert model.queries == 4
+    for label in ("embedding the query", "cached query embedding", "lexical mode (no vectors)"):
+        row = rows[label]
+        assert row.queries == 4
+        assert row.cpu_p50_ms is not None and row.cpu_p50_ms >= 0.0
+        assert "cpu_p50_ms" in row.to_dict()

@@ -1,0 +1,92 @@
+"""The reads a query makes of the store: constants of an index version are read once per
+version (and read again after any build), rows come back as they were stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ep_mcp.index.builder import build_index
+from ep_mcp.index.embed import HashingEmbedder
+from ep_mcp.index.store import Store
+from ep_mcp.packs.loader import load_pack
+
+FILES = {
+    "solar.md": "# Solar\n\nSolar panels charge the battery.\n",
+    "battery.md": "# Battery\n\nA battery stores what the panels make.\n",
+    "fuse.md": "# Fuses\n\nSize the fuse for the cable.\n",
+}
+
+
+def build(root: Path, store: Store) -> None:
+    build_index(load_pack(root), store, HashingEmbedder(64), lambda t: len(t.split()))
+
+
+@contextmanager
+def statements(store: Store) -> Iterator[list[str]]:
+    """The SQL this thread's reader runs inside the block."""
+    seen: list[str] = []
+    conn = store._reader()
+
+    def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
+        seen.append(sql)
+        return True
+
+    conn.exec_trace = trace
+    try:
+        yield seen
+    finally:
+        conn.exec_trace = None
+
+
+def test_a_terms_chunk_count_is_counted_once_per_index_version(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    root = make_pack(FILES)
+    store = Store(tmp_path / "index.db")
+    try:
+        build(root, store)
+        assert store.term_counts(["battery", "panels", "zebra"]) == (
+            {"battery": 2, "panels": 2, "zebra": 0},
+            3,
+        )
+        with statements(store) as seen:
+            again = store.term_counts(["panels", "battery"])
+        assert again == ({"panels": 2, "battery": 2}, 3)
+        assert not [s for s in seen if "MATCH" in s or "count(*)" in s], seen
+
+        (root / "more.md").write_text("# More\n\nPanels on the roof, a battery in the shed.\n")
+        build(root, store)  # another connection commits: every count is read again
+        assert store.term_counts(["battery", "panels", "zebra"]) == (
+            {"battery": 3, "panels": 3, "zebra": 0},
+            4,
+        )
+    finally:
+        store.close()
+
+
+def test_a_row_read_again_is_the_same_frozen_record_and_an_edited_row_a_new_one(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    root = make_pack(FILES)
+    store = Store(tmp_path / "index.db")
+    try:
+        build(root, store)
+        (first,) = store.chunks_for_path("fuse.md")
+        again = store.chunks_by_ids([first.id])[first.id]
+        assert again is first  # built once: nothing made per query
+        with pytest.raises(TypeError):
+            again.file.info["always"] = True  # type: ignore[index]  # shared, so read-only
+        assert again.file.info.get("always") is False
+
+        (root / "fuse.md").write_text("# Fuses\n\nSize the fuse for the wire.\n")
+        build(root, store)
+        (edited,) = store.chunks_for_path("fuse.md")
+        assert "wire" in edited.chunk.text and "cable" not in edited.chunk.text
+        assert edited.file.content_hash != first.file.content_hash
+    finally:
+        store.close()
