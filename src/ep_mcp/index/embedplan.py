@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ep_mcp.config import IndexSettings
 from ep_mcp.index.chunker import Chunk
 from ep_mcp.index.embed.base import Embedder, windowed
 from ep_mcp.index.windows import WindowSpec, joined, plan_windows
@@ -22,6 +23,11 @@ from ep_mcp.index.windows import WindowSpec, joined, plan_windows
 def cache_key(embedder: Embedder, text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return f"{embedder.name}|{embedder.dimension}|{digest}"
+
+
+def window_overlap(settings: IndexSettings) -> int | None:
+    """The build's ``window_overlap`` from the settings (None: windows off)."""
+    return settings.window_overlap if settings.embed_windows else None
 
 
 def window_spec(embedder: Embedder | None, overlap: int | None) -> WindowSpec | None:
