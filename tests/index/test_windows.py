@@ -258,8 +258,12 @@ def test_a_chunk_missing_a_window_waits_pending_and_the_next_build_fills_all_its
 # -- the knob -------------------------------------------------------------------------------
 
 
+def test_windows_are_off_by_default() -> None:
+    assert IndexSettings().embed_windows is False
+
+
 def test_window_overlap_must_leave_room_in_the_window() -> None:
-    bad = Settings(index=IndexSettings(window_overlap=128))
+    bad = Settings(index=IndexSettings(embed_windows=True, window_overlap=128))
     assert any("index.window_overlap" in e for e in check_settings(bad))
     off = Settings(index=IndexSettings(window_overlap=128, embed_windows=False))
     assert not any("index.window_overlap" in e for e in check_settings(off))

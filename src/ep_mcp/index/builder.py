@@ -28,7 +28,6 @@ from ep_mcp.index.progress import Observer, Progress
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite
 from ep_mcp.index.schema import FORMAT_VERSION
 from ep_mcp.index.store import Store
-from ep_mcp.index.windows import DEFAULT_OVERLAP
 from ep_mcp.packs.models import Document, Pack
 
 logger = logging.getLogger(__name__)
@@ -58,7 +57,7 @@ def features_for(
     embedder: Embedder | None,
     max_tokens: int,
     prefix_template: str,
-    window_overlap: int | None = DEFAULT_OVERLAP,
+    window_overlap: int | None = None,
 ) -> dict[str, Any]:
     spec = window_spec(embedder, window_overlap)
     return {
@@ -226,7 +225,7 @@ def build_index(
     on_embedding_error: Literal["raise", "defer"] = "raise",
     lexical_first: bool = False,
     observer: Observer | None = None,
-    window_overlap: int | None = DEFAULT_OVERLAP,
+    window_overlap: int | None = None,
 ) -> BuildReport:
     """Bring the index up to date with the pack (SPEC §2). Safe to interrupt at any point.
 
@@ -236,7 +235,8 @@ def build_index(
     every other chunk is committed pending, for a later build (the server's backfill) to
     embed. ``observer`` hears (done, total) of the embedding as it goes.
     ``window_overlap``: word-pieces shared by the embedding windows of a chunk longer than the
-    model's window (None: every chunk is embedded whole, the model reading its head only).
+    model's window (None, the default: every chunk is embedded whole, the model reading its
+    head only; ``index.embed_windows``).
     """
     started = time.perf_counter()
     counter, count_tokens = count_tokens, _memo(count_tokens)
