@@ -295,3 +295,39 @@ def test_the_real_model_finds_an_answer_late_in_a_long_section_only_with_windows
         assert (rt.store.window_count() > 0) is windows
     finally:
         rt.close()
+
+
+def test_the_sqlite_vec_mirror_follows_the_windows_through_edits_and_repairs(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    if not store_module.sqlite_vec_status()[0]:
+        pytest.skip("sqlite-vec does not load here")
+    root = make_pack(PACK)
+    embedder = WindowedHashingEmbedder(64, WINDOW)
+    path = tmp_path / "i.db"
+    store = Store(path, vector_engine="sqlite-vec")
+
+    def mirrored() -> tuple[int, int]:
+        one = store._conn.execute
+        return (
+            one("SELECT count(*) FROM windows_vec").fetchall()[0][0],
+            one("SELECT count(*) FROM chunk_windows").fetchall()[0][0],
+        )
+
+    build(root, store, embedder)
+    held, stored = mirrored()
+    assert held == stored > 0
+    (root / "long.md").write_text(LONG.replace("volcano", "glacier"), encoding="utf-8")
+    build(root, store, embedder)
+    assert mirrored() == (stored, stored)  # the old file's windows left the mirror
+    top = store.vector_top(embedder.embed_query("glacier basalt answer"), 1)
+    assert path_of(store, top[0][0]) == "long.md"
+    store._conn.execute("UPDATE chunk_windows SET vec = x'00' WHERE position = 1")
+    store.close()
+    store = Store(path, vector_engine="sqlite-vec")
+    assert store.repair_needed
+    build(root, store, embedder)
+    assert mirrored() == (stored, stored) and store.repair_needed is None
+    (root / "long.md").unlink()
+    build(root, store, embedder)
+    assert mirrored() == (0, 0)
