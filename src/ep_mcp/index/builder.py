@@ -42,7 +42,7 @@ class BuildReport:
     removed: int
     chunks: int
     embedded: int  # texts (chunks, or windows of long chunks) whose vectors were computed
-    reused: int  # chunks whose vectors came from the embedding cache
+    reused: int  # texts (chunks, or windows) whose vectors came from the embedding cache
     rebuilt: bool  # a feature change forced a full rebuild
     seconds: float
     vector_engine: str
@@ -283,11 +283,13 @@ def build_index(
             vectors, computed, error = partial.found, partial.computed, partial.error
     filled: dict[int, npt.NDArray[np.float32]] = {}
     filled_windows: dict[int, npt.NDArray[np.float32]] = {}
+    filled_texts = 0  # texts of the filled chunks (a chunk's windows each count)
     if embedder is not None:
         for (cid, _, _), texts in zip(waiting, plans.waiting, strict=True):
             got = chunk_vectors(embedder, texts, vectors)
             if got is not None:
                 filled[cid] = got[0]
+                filled_texts += len(texts)
                 if got[1] is not None:
                     filled_windows[cid] = got[1]
     if rebuild or removed or changed or filled:
@@ -310,7 +312,9 @@ def build_index(
         removed=len(removed),
         chunks=counts["chunks"],
         embedded=computed,
-        reused=max(0, _with_vectors(embedder, plans, all_chunks, vectors) + len(filled) - computed),
+        reused=max(
+            0, _with_vectors(embedder, plans, all_chunks, vectors) + filled_texts - computed
+        ),
         rebuilt=rebuild,
         seconds=time.perf_counter() - started,
         vector_engine=store.vector_engine if embedder is not None else "none",
