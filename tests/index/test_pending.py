@@ -128,7 +128,8 @@ def test_an_index_of_schema_1_gains_the_pending_table_and_reads_as_nothing_pendi
     path = tmp_path / "old.db"
     store = Store(path, vector_engine="numpy")
     store._conn.execute(
-        "DROP TABLE chunk_windows; DROP TABLE pending_vectors; PRAGMA user_version=1"
+        "DROP TABLE chunk_windows; ALTER TABLE vectors DROP COLUMN windows; "
+        "DROP TABLE pending_vectors; PRAGMA user_version=1"
     )
     store.close()
     reader = Store(path, read_only=True, vector_engine="numpy")

@@ -173,7 +173,9 @@ def test_an_index_of_schema_2_gains_the_windows_table_and_reads_as_no_windows(
     path = tmp_path / "old.db"
     store = Store(path, vector_engine="numpy")
     build(make_pack(PACK), store, HashingEmbedder(64))
-    store._conn.execute("DROP TABLE chunk_windows; PRAGMA user_version=2")
+    store._conn.execute(
+        "DROP TABLE chunk_windows; ALTER TABLE vectors DROP COLUMN windows; PRAGMA user_version=2"
+    )
     store.close()
     reader = Store(path, read_only=True, vector_engine="numpy")
     assert reader.window_count() == 0 and reader.repair_needed is None
@@ -331,3 +333,21 @@ def test_the_sqlite_vec_mirror_follows_the_windows_through_edits_and_repairs(
     (root / "long.md").unlink()
     build(root, store, embedder)
     assert mirrored() == (0, 0)
+
+
+def test_a_lost_window_is_found_on_open_and_embedded_again_by_the_next_build(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    root = make_pack(PACK)
+    embedder = WindowedHashingEmbedder(64, WINDOW)
+    path = tmp_path / "i.db"
+    store = Store(path, vector_engine="numpy")
+    windows = build(root, store, embedder).windows
+    store._conn.execute("DELETE FROM chunk_windows WHERE position = 1")
+    store.close()
+    damaged = Store(path, vector_engine="numpy")
+    assert damaged.repair_needed == "1 damaged vector(s)"  # the chunk records its windows
+    report = build(root, damaged, embedder)
+    assert report.repaired == 1 and damaged.window_count() == windows
+    damaged.close()
+    assert Store(path, vector_engine="numpy").repair_needed is None

@@ -71,6 +71,7 @@ MIGRATIONS: tuple[str, ...] = (
         vec BLOB NOT NULL,
         UNIQUE(chunk_id, position)
     );
+    ALTER TABLE vectors ADD COLUMN windows INTEGER NOT NULL DEFAULT 0;  -- later windows it has
     """,
 )
 

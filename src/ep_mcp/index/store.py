@@ -287,7 +287,10 @@ class Store(StoreReads):
     ) -> None:
         """A chunk's vector (its first window) and the vectors of its later windows."""
         blob = vx.blob(vec)
-        self._conn.execute("INSERT INTO vectors(chunk_id, vec) VALUES(?,?)", (chunk_id, blob))
+        later = 0 if windows is None else len(windows)
+        self._conn.execute(
+            "INSERT INTO vectors(chunk_id, vec, windows) VALUES(?,?,?)", (chunk_id, blob, later)
+        )
         if self.vec0:
             vx.vec0_insert(self._conn, chunk_id, blob, len(vec))
         for position, row in enumerate(() if windows is None else windows, start=1):

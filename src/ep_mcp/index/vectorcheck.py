@@ -85,11 +85,19 @@ def check(conn: Connection, dimension: int | None) -> VectorCheck:
     return VectorCheck(bad + bad_windows, max(gap, 0), max(-gap, 0) + stray, incomplete)
 
 
+MISSING_WINDOWS = """
+    SELECT v.chunk_id FROM vectors v WHERE v.windows != (
+        SELECT count(*) FROM chunk_windows w WHERE w.chunk_id = v.chunk_id
+    ) {where}
+"""
+
+
 def _windows(
     conn: Connection, dimension: int, where: str, args: tuple[Any, ...]
 ) -> tuple[int, int]:
-    """Later windows (``where`` narrows them, on ``chunk_id``) of the wrong size, and those
-    whose chunk has no first window: (bad, stray)."""
+    """Later windows (``where`` narrows them, on ``chunk_id``) of the wrong size or whose
+    chunk holds another number than its vector records, and those whose chunk has no first
+    window: (bad, stray)."""
     try:
         bad = _one(
             conn,
@@ -102,6 +110,8 @@ def _windows(
             f"(SELECT chunk_id FROM vectors) {where}",
             args,
         )
+        where_v = where.replace("chunk_id", "v.chunk_id")
+        bad += len(conn.execute(MISSING_WINDOWS.format(where=where_v), args).fetchall())
     except apsw.SQLError:  # a read-only index of schema 2: no later windows
         return 0, 0
     return bad, stray
@@ -187,7 +197,8 @@ def queue_damaged(conn: Connection, dimension: int, vec0: bool) -> list[int]:
             "SELECT c.id FROM chunks c LEFT JOIN vectors v ON v.chunk_id = c.id "
             "WHERE c.id NOT IN (SELECT chunk_id FROM pending_vectors) "
             "AND (v.chunk_id IS NULL OR length(v.vec) != ? OR c.id IN "
-            "(SELECT chunk_id FROM chunk_windows WHERE length(vec) != ?))",
+            "(SELECT chunk_id FROM chunk_windows WHERE length(vec) != ?) OR v.windows != "
+            "(SELECT count(*) FROM chunk_windows w WHERE w.chunk_id = c.id))",
             (size, size),
         )
     ]
