@@ -93,6 +93,7 @@ def _limits(settings: Settings) -> list[str]:
         ("reranker.budget_ms", settings.reranker.budget_ms, 1),
         ("index.max_file_bytes", settings.index.max_file_bytes, 1),
         ("index.max_tokens", settings.index.max_tokens, 32),
+        ("index.window_overlap", settings.index.window_overlap, 0),
         ("server.max_body_bytes", srv.max_body_bytes, 1),
         ("server.rate_limit_per_minute", srv.rate_limit_per_minute, 0),
         ("server.artifact_poll_s", srv.artifact_poll_s, 0),
@@ -104,6 +105,12 @@ def _limits(settings: Settings) -> list[str]:
     for key, value, low in at_least:
         if value < low:
             out.append(f"{key}: must be at least {low} — got {value}")
+    overlap = settings.index.window_overlap
+    if settings.index.embed_windows and 2 * overlap >= emb.max_tokens:
+        out.append(
+            f"index.window_overlap: must be below half of embedding.max_tokens "
+            f"({emb.max_tokens}) — got {overlap}; lower it, or set index.embed_windows: false"
+        )
     for key, seconds in (
         ("embedding.timeout_s", emb.timeout_s),
         ("embedding.query_timeout_s", emb.query_timeout_s),

@@ -56,6 +56,8 @@ def build_key(settings: Settings, cfg: PackSettings) -> dict[str, Any]:
             "max_tokens": settings.index.max_tokens,
             "context_prefix_template": settings.index.context_prefix_template,
             "max_file_bytes": settings.index.max_file_bytes,
+            "embed_windows": settings.index.embed_windows,
+            "window_overlap": settings.index.window_overlap,
         },
     }
 

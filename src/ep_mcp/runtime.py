@@ -24,6 +24,7 @@ from ep_mcp.index.buildstate import BuildState, building_note
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.breaker import interactive, is_bounded
 from ep_mcp.index.embed.factory import token_counter
+from ep_mcp.index.embedplan import window_overlap
 from ep_mcp.index.owned import open_owned
 from ep_mcp.index.rerank import GuardedReranker, make_reranker
 from ep_mcp.index.store import Store
@@ -207,6 +208,7 @@ class PackRuntime:
             token_counter(),
             max_tokens=self.settings.index.max_tokens,
             prefix_template=self.settings.index.context_prefix_template,
+            window_overlap=window_overlap(self.settings.index),
             show_progress=show,
             on_embedding_error="defer",
             lexical_first=later,

@@ -127,12 +127,15 @@ def test_an_index_of_schema_1_gains_the_pending_table_and_reads_as_nothing_pendi
 ) -> None:
     path = tmp_path / "old.db"
     store = Store(path, vector_engine="numpy")
-    store._conn.execute("DROP TABLE pending_vectors; PRAGMA user_version=1")
+    store._conn.execute(
+        "DROP TABLE chunk_windows; ALTER TABLE vectors DROP COLUMN windows; "
+        "DROP TABLE pending_vectors; PRAGMA user_version=1"
+    )
     store.close()
     reader = Store(path, read_only=True, vector_engine="numpy")
     assert reader.pending_count() == 0 and reader.pending_texts() == []
     reader.close()
     upgraded = Store(path, vector_engine="numpy")
-    assert upgraded._conn.execute("PRAGMA user_version").fetchall()[0][0] == 2
+    assert upgraded._conn.execute("PRAGMA user_version").fetchall()[0][0] == 3
     assert upgraded.pending_count() == 0
     upgraded.close()

@@ -1,5 +1,9 @@
 """Build or update one pack's index: chunk what changed, embed what is new, write it atomically.
 
+A chunk longer than the model's window is embedded as several windows (``windows.py``): the
+texts to embed are each chunk's window texts, cached one by one; a chunk has its vector only
+when all its windows have theirs.
+
 When the embedding provider fails part-way (``on_embedding_error="defer"``), the build still
 commits: the lexical rows of every changed file are written, every vector already stored is kept,
 and the chunks still without a vector are marked pending. The next build embeds them first.
@@ -7,7 +11,6 @@ and the chunks still without a vector are marked pending. The next build embeds 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +23,7 @@ import numpy.typing as npt
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.chunker import Chunk, chunk_document, whole_text
 from ep_mcp.index.embed.base import Embedder, settle
+from ep_mcp.index.embedplan import Plans, cache_key, chunk_vectors, embedding_plans, window_spec
 from ep_mcp.index.progress import Observer, Progress
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite
 from ep_mcp.index.schema import FORMAT_VERSION
@@ -37,8 +41,8 @@ class BuildReport:
     changed: int
     removed: int
     chunks: int
-    embedded: int  # chunks whose vectors were computed in this run
-    reused: int  # chunks whose vectors came from the embedding cache
+    embedded: int  # texts (chunks, or windows of long chunks) whose vectors were computed
+    reused: int  # texts (chunks, or windows) whose vectors came from the embedding cache
     rebuilt: bool  # a feature change forced a full rebuild
     seconds: float
     vector_engine: str
@@ -46,23 +50,24 @@ class BuildReport:
     embedding_error: str | None = None  # why they wait (the provider's failure)
     repaired: int = 0  # damaged or missing vectors embedded again
     repaired_files: int = 0  # files indexed again because chunk rows of theirs were missing
+    windows: int = 0  # later embedding windows of long chunks in the index
 
 
 def features_for(
-    embedder: Embedder | None, max_tokens: int, prefix_template: str
+    embedder: Embedder | None,
+    max_tokens: int,
+    prefix_template: str,
+    window_overlap: int | None = None,
 ) -> dict[str, Any]:
+    spec = window_spec(embedder, window_overlap)
     return {
         "format": FORMAT_VERSION,
         "embedder": embedder.name if embedder is not None else None,
         "dimension": embedder.dimension if embedder is not None else None,
         "max_tokens": max_tokens,
         "prefix_template": prefix_template,
+        "windows": spec.features() if spec is not None else None,
     }
-
-
-def cache_key(embedder: Embedder, text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return f"{embedder.name}|{embedder.dimension}|{digest}"
 
 
 def file_record(doc: Document) -> FileRecord:
@@ -152,7 +157,8 @@ def _embed_missing(
             todo.setdefault(key, text)
     if not todo:
         return found, 0
-    items = sorted(todo.items(), key=lambda item: count(item[1]))
+    seen = getattr(count, "seen", {})  # windows are not counted: their length stands in
+    items = sorted(todo.items(), key=lambda item: seen.get(item[1], len(item[1]) // 4))
     progress = Progress("embedding chunks", len(items), enabled=show_progress, observer=observer)
     done = 0
     try:
@@ -219,6 +225,7 @@ def build_index(
     on_embedding_error: Literal["raise", "defer"] = "raise",
     lexical_first: bool = False,
     observer: Observer | None = None,
+    window_overlap: int | None = None,
 ) -> BuildReport:
     """Bring the index up to date with the pack (SPEC §2). Safe to interrupt at any point.
 
@@ -227,12 +234,16 @@ def build_index(
     ``lexical_first``: embed nothing now — vectors already in the embedding cache are used,
     every other chunk is committed pending, for a later build (the server's backfill) to
     embed. ``observer`` hears (done, total) of the embedding as it goes.
+    ``window_overlap``: word-pieces shared by the embedding windows of a chunk longer than the
+    model's window (None, the default: every chunk is embedded whole, the model reading its
+    head only; ``index.embed_windows``).
     """
     started = time.perf_counter()
     counter, count_tokens = count_tokens, _memo(count_tokens)
     if embedder is not None and not lexical_first:
         settle(embedder)  # vectors will be made: the model is the one the features name
-    features = features_for(embedder, max_tokens, prefix_template)
+    features = features_for(embedder, max_tokens, prefix_template, window_overlap)
+    spec = window_spec(embedder, window_overlap)
     rebuild = store.features() != features
     states: dict[str, tuple[str, str | None]] = {} if rebuild else store.file_states()
     queued, redo = store.repair() if store.repair_needed and not rebuild else ([], [])
@@ -255,12 +266,13 @@ def build_index(
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     computed = 0
     error: EmbeddingError | None = None
+    plans = embedding_plans(embedder, spec, waiting, all_chunks, count_tokens)
     if embedder is not None and lexical_first and all_chunks:
-        keys = sorted({cache_key(embedder, c.indexed_text) for c in all_chunks})
+        keys = sorted({cache_key(embedder, t) for c in all_chunks for t in plans.chunk(c)})
         vectors = store.cached_vectors(keys)
     elif embedder is not None and (all_chunks or waiting):
         # pending chunks of earlier builds first: they have waited longest
-        texts = [t for _, t in waiting] + [c.indexed_text for c in all_chunks]
+        texts = plans.texts()
         try:
             vectors, computed = _embed_missing(
                 store, embedder, texts, count_tokens, show_progress, observer
@@ -270,31 +282,39 @@ def build_index(
                 raise partial.error from None
             vectors, computed, error = partial.found, partial.computed, partial.error
     filled: dict[int, npt.NDArray[np.float32]] = {}
+    filled_windows: dict[int, npt.NDArray[np.float32]] = {}
+    filled_texts = 0  # texts of the filled chunks (a chunk's windows each count)
     if embedder is not None:
-        for cid, text in waiting:
-            vec = vectors.get(cache_key(embedder, text))
-            if vec is not None:
-                filled[cid] = vec
+        for (cid, _, _), texts in zip(waiting, plans.waiting, strict=True):
+            got = chunk_vectors(embedder, texts, vectors)
+            if got is not None:
+                filled[cid] = got[0]
+                filled_texts += len(texts)
+                if got[1] is not None:
+                    filled_windows[cid] = got[1]
     if rebuild or removed or changed or filled:
         with store.transaction():
             if rebuild:
                 store.clear()
             store.remove_files(removed)
-            store.fill_pending(filled)
+            store.fill_pending(filled, filled_windows)
             for doc in changed:
                 store.write_file(
-                    _file_write(doc, chunked[doc.path], embedder, vectors, count_tokens),
+                    _file_write(doc, chunked[doc.path], embedder, vectors, count_tokens, plans),
                     new=rebuild or doc.path not in states,
                 )
             store.finish_build(features)
     pending = store.pending_count() if embedder is not None else 0
+    counts = store.counts()
     report = BuildReport(
         files=len(docs),
         changed=len(changed),
         removed=len(removed),
-        chunks=store.counts()["chunks"],
+        chunks=counts["chunks"],
         embedded=computed,
-        reused=max(0, _with_vectors(embedder, all_chunks, vectors) + len(filled) - computed),
+        reused=max(
+            0, _with_vectors(embedder, plans, all_chunks, vectors) + filled_texts - computed
+        ),
         rebuilt=rebuild,
         seconds=time.perf_counter() - started,
         vector_engine=store.vector_engine if embedder is not None else "none",
@@ -302,6 +322,7 @@ def build_index(
         embedding_error=str(error) if error is not None and pending else None,
         repaired=sum(cid in filled for cid in queued),
         repaired_files=len(redo),
+        windows=store.window_count(),
     )
     logger.info(
         "indexed %s: %d files, %d changed, %d removed, %d chunks, %d embedded (%.2fs)",
@@ -336,12 +357,14 @@ def build_index(
 
 def _with_vectors(
     embedder: Embedder | None,
+    plans: Plans,
     chunks: Sequence[Chunk],
     vectors: Mapping[str, npt.NDArray[np.float32]],
 ) -> int:
+    """Texts of ``chunks`` with a vector (the computed ones are taken off by the caller)."""
     if embedder is None:
         return 0
-    return sum(cache_key(embedder, c.indexed_text) in vectors for c in chunks)
+    return sum(cache_key(embedder, t) in vectors for c in chunks for t in plans.chunk(c))
 
 
 def _file_write(
@@ -350,17 +373,21 @@ def _file_write(
     embedder: Embedder | None,
     vectors: Mapping[str, npt.NDArray[np.float32]],
     count: Callable[[str], int],
+    plans: Plans,
 ) -> FileWrite:
-    """One changed file's rows; a chunk whose vector is missing is marked pending."""
+    """One changed file's rows; a chunk missing a vector (of any window) is marked pending."""
     records = _records(chunks, count)
     if embedder is None or not chunks:
         return FileWrite(file_record(doc), records, None)
     rows = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
     pending: set[int] = set()
+    windows: dict[int, npt.NDArray[np.float32]] = {}
     for i, c in enumerate(chunks):
-        vec = vectors.get(cache_key(embedder, c.indexed_text))
-        if vec is None:
+        got = chunk_vectors(embedder, plans.chunk(c), vectors)
+        if got is None:
             pending.add(i)
-        else:
-            rows[i] = vec
-    return FileWrite(file_record(doc), records, rows, frozenset(pending))
+            continue
+        rows[i] = got[0]
+        if got[1] is not None:
+            windows[i] = got[1]
+    return FileWrite(file_record(doc), records, rows, frozenset(pending), windows)

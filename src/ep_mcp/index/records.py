@@ -7,7 +7,7 @@ No SQL and no storage engine here: the builder writes these, any engine that ser
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,3 +59,5 @@ class FileWrite:
     chunks: tuple[ChunkRecord, ...]
     vectors: npt.NDArray[np.float32] | None  # one row per chunk, or None (lexical-only index)
     pending: frozenset[int] = frozenset()  # chunk positions awaiting a vector (row ignored)
+    # chunk position → the vectors of its later embedding windows (``index/windows.py``)
+    windows: Mapping[int, npt.NDArray[np.float32]] = field(default_factory=dict)

@@ -15,7 +15,7 @@ import apsw
 from ep_mcp.errors import IndexBuildError
 from ep_mcp.index import diskerrors, integrity, placement
 
-FORMAT_VERSION = 1  # the "format" recorded in every build's index features
+FORMAT_VERSION = 2  # the "format" recorded in every build's index features (2: windows)
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema
@@ -61,6 +61,17 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE pending_vectors(
         chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE
     );
+    """,
+    # 3: the later embedding windows of chunks longer than the model's (the first is `vectors`)
+    """
+    CREATE TABLE chunk_windows(
+        id INTEGER PRIMARY KEY,
+        chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        vec BLOB NOT NULL,
+        UNIQUE(chunk_id, position)
+    );
+    ALTER TABLE vectors ADD COLUMN windows INTEGER NOT NULL DEFAULT 0;  -- later windows it has
     """,
 )
 

@@ -151,10 +151,18 @@ class Store(StoreReads):
         return {
             "files": one("SELECT count(*) FROM files"),
             "chunks": one("SELECT count(*) FROM chunks"),
-            "vectors": one("SELECT count(*) FROM vectors"),
+            "vectors": one("SELECT count(*) FROM vectors"),  # chunks with a vector
             "cached": one("SELECT count(*) FROM embed_cache"),
             "pending": self.pending_count(),
         }
+
+    def window_count(self) -> int:
+        """Later embedding windows stored (0 on an index from before windows)."""
+        try:
+            rows = self._reader().execute("SELECT count(*) FROM chunk_windows").fetchall()
+        except apsw.SQLError:  # a read-only index of schema 2
+            return 0
+        return int(rows[0][0])
 
     # -- embedding cache ---------------------------------------------------------------------
 
@@ -197,8 +205,8 @@ class Store(StoreReads):
     def clear(self) -> None:
         """Drop every file and chunk (the embedding cache stays)."""
         self._conn.execute(
-            "DELETE FROM pending_vectors; DELETE FROM vectors; DELETE FROM chunks; "
-            "DELETE FROM files;"
+            "DELETE FROM pending_vectors; DELETE FROM chunk_windows; DELETE FROM vectors; "
+            "DELETE FROM chunks; DELETE FROM files;"
         )
         self._conn.execute("DELETE FROM chunks_fts")
         if self.vec0:
@@ -212,7 +220,7 @@ class Store(StoreReads):
                 self._conn.execute("DELETE FROM chunks_fts WHERE rowid=?", (cid,))
                 if mirror:
                     vx.vec0_delete(self._conn, cid)
-            for table in ("vectors", "pending_vectors"):
+            for table in ("chunk_windows", "vectors", "pending_vectors"):
                 self._conn.execute(
                     f"DELETE FROM {table} WHERE chunk_id IN (SELECT id FROM chunks WHERE path=?)",
                     (path,),
@@ -270,13 +278,31 @@ class Store(StoreReads):
             if i in item.pending:
                 self._conn.execute("INSERT INTO pending_vectors(chunk_id) VALUES(?)", (cid,))
             elif item.vectors is not None:
-                self._insert_vector(cid, item.vectors[i])
+                self._insert_vector(cid, item.vectors[i], item.windows.get(i))
 
-    def _insert_vector(self, chunk_id: int, vec: npt.NDArray[np.float32]) -> None:
+    def _insert_vector(
+        self,
+        chunk_id: int,
+        vec: npt.NDArray[np.float32],
+        windows: npt.NDArray[np.float32] | None = None,
+    ) -> None:
+        """A chunk's vector (its first window) and the vectors of its later windows."""
         blob = vx.blob(vec)
-        self._conn.execute("INSERT INTO vectors(chunk_id, vec) VALUES(?,?)", (chunk_id, blob))
+        later = 0 if windows is None else len(windows)
+        self._conn.execute(
+            "INSERT INTO vectors(chunk_id, vec, windows) VALUES(?,?,?)", (chunk_id, blob, later)
+        )
         if self.vec0:
             vx.vec0_insert(self._conn, chunk_id, blob, len(vec))
+        for position, row in enumerate(() if windows is None else windows, start=1):
+            data = vx.blob(row)
+            cursor = self._conn.execute(
+                "INSERT INTO chunk_windows(chunk_id, position, vec) VALUES(?,?,?) RETURNING id",
+                (chunk_id, position, data),
+            )
+            window_id = int(cursor.fetchall()[0][0])
+            if self.vec0:
+                vx.vec0_insert_window(self._conn, window_id, data, len(row))
 
     # -- chunks awaiting vectors (kept apart: a build that lost its provider carries on) -----
 
@@ -289,25 +315,31 @@ class Store(StoreReads):
             return 0
         return int(rows[0][0])
 
-    def pending_texts(self) -> list[tuple[int, str]]:
-        """(chunk_id, embedded text: the context prefix, then the span) of every pending chunk."""
+    def pending_texts(self) -> list[tuple[int, str, str]]:
+        """(chunk_id, context prefix, span) of every pending chunk (embedded as
+        ``windows.joined(prefix, span)``, or as windows of it)."""
         try:
             rows = self._reader().execute(
                 "SELECT c.id, c.context_prefix, c.text FROM pending_vectors p "
                 "JOIN chunks c ON c.id = p.chunk_id ORDER BY c.id"
             )
-            return [(int(cid), f"{pre}\n\n{text}" if pre else str(text)) for cid, pre, text in rows]
+            return [(int(cid), str(pre), str(text)) for cid, pre, text in rows]
         except apsw.SQLError:
             return []
 
-    def fill_pending(self, vectors: Mapping[int, npt.NDArray[np.float32]]) -> None:
-        """Store the vectors of pending chunks (call inside the build's transaction)."""
+    def fill_pending(
+        self,
+        vectors: Mapping[int, npt.NDArray[np.float32]],
+        windows: Mapping[int, npt.NDArray[np.float32]] | None = None,
+    ) -> None:
+        """Store the vectors (and later windows, by chunk id) of pending chunks (call inside
+        the build's transaction)."""
         for cid, vec in vectors.items():
             deleted = self._conn.execute(
                 "DELETE FROM pending_vectors WHERE chunk_id=? RETURNING chunk_id", (cid,)
             ).fetchall()
             if deleted:
-                self._insert_vector(cid, vec)
+                self._insert_vector(cid, vec, (windows or {}).get(cid))
 
     def finish_build(self, features: Mapping[str, Any]) -> None:
         """Record the build's features and bump the generation (call inside the transaction)."""
@@ -348,15 +380,17 @@ class Store(StoreReads):
         return bool(self._reader().execute("SELECT 1 FROM vectors LIMIT 1").fetchall())
 
     def vector_top(self, query: npt.NDArray[np.float32], n: int) -> list[tuple[int, float]]:
-        """Nearest chunks by cosine similarity, best first, as (chunk_id, similarity)."""
+        """Nearest chunks by cosine similarity, best first, as (chunk_id, similarity): each
+        chunk once, at the best of its embedding windows (``vectors.py``)."""
         if self.vector_engine == "sqlite-vec" and vx.has_vec0(self._reader()):
             return vx.vec0_top(self._reader(), query, n)
-        return vx.matrix_top(*self._load_matrix(), query, n)
+        return vx.matrix_top(self._load_matrix(), query, n)
 
     def vectors_for(self, chunk_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        return vx.matrix_rows(*self._load_matrix(), chunk_ids)
+        """One vector per chunk (its first window: what the model reads of its head)."""
+        return vx.matrix_rows(self._load_matrix(), chunk_ids)
 
-    def _load_matrix(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    def _load_matrix(self) -> vx.Loaded:
         generation = int(self.get_meta("generation") or "0")
         loaded = self._matrix.load(self._reader(), generation, self.dimension())
         skipped = len(self._matrix.skipped)

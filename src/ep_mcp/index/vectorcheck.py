@@ -2,11 +2,12 @@
 
 SQLite's quick check proves the b-trees sound, not the rows: a vector a byte short, or chunk
 rows deleted, pass it and then break every search or go unnoticed. So opening an index also
-counts the rows against each other and checks the size of every stored vector against the
-index's dimension — in full up to ``FULL_CHECK_MAX_ROWS`` chunks, above it on ``SAMPLE_ROWS``
-chunks and as many files, in runs from random starts (a bad row missed there is skipped at
-query time, and found then). What is found is repaired by the next build: bad or missing
-vectors are queued as pending and embedded again, files whose chunk rows are missing are
+counts the rows against each other and checks the size of every stored vector (and of every
+later embedding window: ``chunk_windows``, whose chunk must have its first in ``vectors``)
+against the index's dimension — in full up to ``FULL_CHECK_MAX_ROWS`` chunks, above it on
+``SAMPLE_ROWS`` chunks and as many files, in runs from random starts (a bad row missed there
+is skipped at query time, and found then). What is found is repaired by the next build: bad or
+missing vectors are queued as pending and embedded again, files whose chunk rows are missing are
 indexed again.
 
 Measured on this machine (SQLite 3.54, warm cache, 384-dimension vectors, 2 shared cores):
@@ -79,8 +80,41 @@ def check(conn: Connection, dimension: int | None) -> VectorCheck:
     vectors = _one(conn, "SELECT count(*) FROM vectors")
     pending = _pending(conn, "")
     bad = _one(conn, "SELECT count(*) FROM vectors WHERE length(vec) != ?", (4 * dimension,))
+    bad_windows, stray = _windows(conn, dimension, "", ())
     gap = chunks - vectors - pending
-    return VectorCheck(bad, max(gap, 0), max(-gap, 0), incomplete)
+    return VectorCheck(bad + bad_windows, max(gap, 0), max(-gap, 0) + stray, incomplete)
+
+
+MISSING_WINDOWS = """
+    SELECT v.chunk_id FROM vectors v WHERE v.windows != (
+        SELECT count(*) FROM chunk_windows w WHERE w.chunk_id = v.chunk_id
+    ) {where}
+"""
+
+
+def _windows(
+    conn: Connection, dimension: int, where: str, args: tuple[Any, ...]
+) -> tuple[int, int]:
+    """Later windows (``where`` narrows them, on ``chunk_id``) of the wrong size or whose
+    chunk holds another number than its vector records, and those whose chunk has no first
+    window: (bad, stray)."""
+    try:
+        bad = _one(
+            conn,
+            f"SELECT count(*) FROM chunk_windows WHERE length(vec) != ? {where}",
+            (4 * dimension, *args),
+        )
+        stray = _one(
+            conn,
+            "SELECT count(*) FROM chunk_windows WHERE chunk_id NOT IN "
+            f"(SELECT chunk_id FROM vectors) {where}",
+            args,
+        )
+        where_v = where.replace("chunk_id", "v.chunk_id")
+        bad += len(conn.execute(MISSING_WINDOWS.format(where=where_v), args).fetchall())
+    except apsw.SQLError:  # a read-only index of schema 2: no later windows
+        return 0, 0
+    return bad, stray
 
 
 def _pending(conn: Connection, where: str, args: tuple[Any, ...] = ()) -> int:
@@ -115,6 +149,8 @@ def _sampled(conn: Connection, dimension: int | None) -> VectorCheck:
             waiting = _pending(conn, "WHERE chunk_id BETWEEN ? AND ?", span)
             missing += max(len(set(ids) - held) - waiting, 0)
             orphans += len(held - set(ids))
+            bad_windows, stray = _windows(conn, dimension, "AND chunk_id BETWEEN ? AND ?", span)
+            bad, orphans = bad + bad_windows, orphans + stray
         incomplete += _incomplete_from(conn, rng.randint(1, max(1, top_file)))
     return VectorCheck(bad, missing, orphans, incomplete, sampled=True)
 
@@ -138,28 +174,53 @@ def _incomplete_from(conn: Connection, first: int) -> int:
 # -- the repair (inside the build's own transaction) ---------------------------------------
 
 
+def _has(conn: Connection, name: str) -> bool:
+    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (name,)).fetchall())
+
+
 def queue_damaged(conn: Connection, dimension: int, vec0: bool) -> list[int]:
-    """Drop every vector of no chunk; queue every chunk whose vector is of the wrong size or
-    missing (and not already pending) as pending, to be embedded again: their chunk ids."""
-    mirror = vec0 and bool(
-        conn.execute("SELECT 1 FROM sqlite_master WHERE name='chunks_vec'").fetchall()
-    )
+    """Drop every vector of no chunk; queue every chunk whose vector or one of whose later
+    windows is of the wrong size, or whose vector is missing (and not already pending), as
+    pending, to be embedded again (all its windows dropped): their chunk ids."""
+    mirror = vec0 and _has(conn, "chunks_vec")
+    windows_mirror = vec0 and _has(conn, "windows_vec")
+    if windows_mirror:
+        conn.execute(
+            "DELETE FROM windows_vec WHERE window_id NOT IN (SELECT id FROM chunk_windows)"
+        )
     for table in ("vectors", "pending_vectors", *(("chunks_vec",) if mirror else ())):
         conn.execute(f"DELETE FROM {table} WHERE chunk_id NOT IN (SELECT id FROM chunks)")
+    size = 4 * int(dimension)
     ids = [
         int(r[0])
         for r in conn.execute(
             "SELECT c.id FROM chunks c LEFT JOIN vectors v ON v.chunk_id = c.id "
             "WHERE c.id NOT IN (SELECT chunk_id FROM pending_vectors) "
-            "AND (v.chunk_id IS NULL OR length(v.vec) != ?)",
-            (4 * int(dimension),),
+            "AND (v.chunk_id IS NULL OR length(v.vec) != ? OR c.id IN "
+            "(SELECT chunk_id FROM chunk_windows WHERE length(vec) != ?) OR v.windows != "
+            "(SELECT count(*) FROM chunk_windows w WHERE w.chunk_id = c.id))",
+            (size, size),
         )
     ]
     for cid in ids:
+        if windows_mirror:
+            conn.execute(
+                "DELETE FROM windows_vec WHERE window_id IN "
+                "(SELECT id FROM chunk_windows WHERE chunk_id=?)",
+                (cid,),
+            )
+        conn.execute("DELETE FROM chunk_windows WHERE chunk_id=?", (cid,))
         conn.execute("DELETE FROM vectors WHERE chunk_id=?", (cid,))
         if mirror:
             conn.execute("DELETE FROM chunks_vec WHERE chunk_id=?", (cid,))
         conn.execute("INSERT OR IGNORE INTO pending_vectors(chunk_id) VALUES(?)", (cid,))
+    # windows of a chunk with no first window (pending, or lost): embedded again with it
+    if windows_mirror:
+        conn.execute(
+            "DELETE FROM windows_vec WHERE window_id IN (SELECT id FROM chunk_windows "
+            "WHERE chunk_id NOT IN (SELECT chunk_id FROM vectors))"
+        )
+    conn.execute("DELETE FROM chunk_windows WHERE chunk_id NOT IN (SELECT chunk_id FROM vectors)")
     return ids
 
 

@@ -1,9 +1,13 @@
 """The vector side of the index: float32 BLOBs, the exact numpy scan, the sqlite-vec mirror.
 
-Vectors live in the ``vectors`` table (the store writes them). They are searched either by an
-exact scan over an in-memory matrix (``VectorMatrix``, reloaded when the index's generation
-changes) or through sqlite-vec's ``vec0`` table ``chunks_vec``, kept as a mirror whenever the
-extension loads. numpy is imported where vectors are touched: a no-change run never needs it.
+A chunk's vector lives in the ``vectors`` table (its first embedding window: the chunk's indexed
+text as the model reads its head); a chunk longer than the model's window has its later windows
+in ``chunk_windows`` (``index/windows.py``). A chunk's similarity to a query is the best of its
+windows', so a search returns chunks, each once; ``vectors_for`` gives one vector per chunk (its
+first window). They are searched either by an exact scan over in-memory matrices
+(``VectorMatrix``, reloaded when the index's generation changes) or through sqlite-vec's
+``vec0`` tables ``chunks_vec`` and ``windows_vec``, kept as a mirror whenever the extension
+loads. numpy is imported where vectors are touched: a no-change run never needs it.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -76,9 +81,14 @@ def ensure_vec0(conn: Connection, dim: int) -> None:
         )
 
 
+def _has(conn: Connection, name: str) -> bool:
+    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (name,)).fetchall())
+
+
 def drop_vec0(conn: Connection) -> None:
-    if has_vec0(conn):
-        conn.execute("DROP TABLE chunks_vec")
+    for table in ("chunks_vec", "windows_vec"):
+        if _has(conn, table):
+            conn.execute(f"DROP TABLE {table}")
 
 
 def vec0_insert(conn: Connection, chunk_id: int, vec: bytes, dim: int) -> None:
@@ -86,73 +96,202 @@ def vec0_insert(conn: Connection, chunk_id: int, vec: bytes, dim: int) -> None:
     conn.execute("INSERT INTO chunks_vec(chunk_id, embedding) VALUES(?,?)", (chunk_id, vec))
 
 
+def vec0_insert_window(conn: Connection, window_id: int, vec: bytes, dim: int) -> None:
+    """Mirror one later window (``chunk_windows.id``) in ``windows_vec``."""
+    if not _has(conn, "windows_vec"):
+        conn.execute(
+            f"CREATE VIRTUAL TABLE windows_vec USING vec0(window_id INTEGER PRIMARY KEY, "
+            f"embedding float[{int(dim)}] distance_metric=cosine)"
+        )
+    conn.execute("INSERT INTO windows_vec(window_id, embedding) VALUES(?,?)", (window_id, vec))
+
+
 def vec0_delete(conn: Connection, chunk_id: int) -> None:
+    """Drop a chunk's vector and its later windows from the mirror (before their rows go)."""
     conn.execute("DELETE FROM chunks_vec WHERE chunk_id=?", (chunk_id,))
+    if _has(conn, "windows_vec"):
+        conn.execute(
+            "DELETE FROM windows_vec WHERE window_id IN "
+            "(SELECT id FROM chunk_windows WHERE chunk_id=?)",
+            (chunk_id,),
+        )
+
+
+def _knn(conn: Connection, table: str, key: str, query: bytes, k: int) -> list[tuple[int, float]]:
+    rows = conn.execute(
+        f"SELECT {key}, distance FROM {table} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+        (query, int(k)),
+    ).fetchall()
+    return [(int(rid), 1.0 - float(dist)) for rid, dist in rows]
 
 
 def vec0_top(conn: Connection, query: npt.NDArray[np.float32], n: int) -> list[tuple[int, float]]:
-    """Nearest chunks through vec0, best first, as (chunk_id, cosine similarity)."""
+    """Nearest chunks through vec0, best first, as (chunk_id, cosine similarity): each chunk
+    once, at the best of its windows. The candidates are the ``n`` nearest first windows
+    (``chunks_vec``) and the owners of the nearest later ones (``windows_vec``, read until
+    ``n`` chunks are among them, or all): no chunk outside them can rank in the top ``n``.
+    Their similarities are then computed exactly from the stored rows."""
+    data = blob(query)
     try:
-        rows = conn.execute(
-            "SELECT chunk_id, distance FROM chunks_vec "
-            "WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-            (blob(query), int(n)),
-        ).fetchall()
+        candidates = {cid for cid, _ in _knn(conn, "chunks_vec", "chunk_id", data, n)}
+        if _has(conn, "windows_vec"):
+            k = 2 * n
+            while True:
+                rows = _knn(conn, "windows_vec", "window_id", data, k)
+                owners = set(_window_owners(conn, [wid for wid, _ in rows]).values())
+                if len(owners) >= n or len(rows) < k:
+                    break
+                k *= 2
+            candidates |= owners
     except apsw.SQLError as exc:  # vec0 refuses a vector of another dimension
         raise dimension_error(query.shape[0], f"which the index does not accept ({exc})") from exc
-    return [(int(cid), 1.0 - float(dist)) for cid, dist in rows]
+    ranked = sorted(_exact(conn, sorted(candidates), query).items(), key=lambda x: (-x[1], x[0]))
+    return ranked[:n]
+
+
+def _exact(
+    conn: Connection, chunk_ids: Sequence[int], query: npt.NDArray[np.float32]
+) -> dict[int, float]:
+    """chunk id → the best cosine of its stored windows (rows of the wrong size skipped)."""
+    import numpy as np
+
+    best: dict[int, float] = {}
+    if not chunk_ids:
+        return best
+    marks = ",".join("?" * len(chunk_ids))
+    q = query.astype(np.float32)
+    size = 4 * q.shape[0]
+    for table in ("vectors", "chunk_windows")[: 2 if _has(conn, "chunk_windows") else 1]:
+        for cid, data in conn.execute(
+            f"SELECT chunk_id, vec FROM {table} WHERE chunk_id IN ({marks})", tuple(chunk_ids)
+        ):
+            if len(data) == size:
+                sim = float(np.frombuffer(data, dtype="<f4") @ q)
+                best[int(cid)] = max(best.get(int(cid), sim), sim)
+    return best
+
+
+def _window_owners(conn: Connection, window_ids: Sequence[int]) -> dict[int, int]:
+    """window id → chunk id, for the windows found."""
+    if not window_ids:
+        return {}
+    marks = ",".join("?" * len(window_ids))
+    rows = conn.execute(
+        f"SELECT id, chunk_id FROM chunk_windows WHERE id IN ({marks})", tuple(window_ids)
+    )
+    return {int(wid): int(cid) for wid, cid in rows}
 
 
 # -- the exact numpy scan -------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """Every stored vector of one generation: ``ids`` ascending with their first windows as
+    ``mat`` rows; the later windows as ``windows`` rows, grouped by chunk — group ``g`` starts
+    at row ``starts[g]`` and belongs to the chunk at ``ids[owners[g]]``."""
+
+    ids: npt.NDArray[np.int64]
+    mat: npt.NDArray[np.float32]
+    owners: npt.NDArray[np.int64]
+    starts: npt.NDArray[np.int64]
+    windows: npt.NDArray[np.float32]
+
+
 class VectorMatrix:
-    """Every stored vector as one matrix, kept per index generation.
+    """Every stored vector as matrices, kept per index generation.
 
     Loads under ``lock`` (the store's: no write commits halfway through a load).
     """
 
     def __init__(self, lock: threading.RLock) -> None:
         self._lock = lock
-        self._loaded: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float32]] | None = None
+        self._loaded: tuple[int, Loaded] | None = None
         self.skipped: list[int] = []  # chunk ids of the last load's vectors of the wrong size
 
     def forget(self) -> None:
         self._loaded = None
 
-    def load(
-        self, conn: Connection, generation: int, dimension: int | None = None
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """(ids ascending, matrix) of ``generation``, read from ``conn`` unless already held.
+    def load(self, conn: Connection, generation: int, dimension: int | None = None) -> Loaded:
+        """The vectors of ``generation``, read from ``conn`` unless already held.
 
         A vector whose size is not ``dimension``'s (else the most common size) is damaged: it
-        is left out and its chunk id kept in ``skipped``, so one bad row costs that row only.
+        is left out and its chunk id kept in ``skipped``, so one bad row costs that row only
+        (a damaged later window costs that window).
         """
-        import numpy as np
-
         cached = self._loaded
         if cached is not None and cached[0] == generation:
-            return cached[1], cached[2]
+            return cached[1]
         with self._lock:
-            rows = conn.execute("SELECT chunk_id, vec FROM vectors ORDER BY chunk_id")
-            ids: list[int] = []
-            blobs: list[bytes] = []
-            for cid, data in rows:
-                ids.append(int(cid))
-                blobs.append(bytes(data))
+            first, blobs = _rows(conn, "SELECT chunk_id, vec FROM vectors ORDER BY chunk_id")
             size = 4 * dimension if dimension else _common_size(blobs)
-            self.skipped = [cid for cid, b in zip(ids, blobs, strict=True) if len(b) != size]
-            if self.skipped:
-                kept = [(cid, b) for cid, b in zip(ids, blobs, strict=True) if len(b) == size]
-                ids, blobs = [cid for cid, _ in kept], [b for _, b in kept]
-            if blobs:
-                dim = size // 4
-                mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
-            else:
-                mat = np.zeros((0, 0), dtype=np.float32)
-            loaded = (generation, np.asarray(ids, dtype=np.int64), mat.astype(np.float32))
-            self._loaded = loaded
-        return loaded[1], loaded[2]
+            ids, mat, skipped = _matrix(first, blobs, size)
+            try:
+                wids, wblobs = _rows(
+                    conn, "SELECT chunk_id, vec FROM chunk_windows ORDER BY chunk_id, position"
+                )
+            except apsw.SQLError:  # a read-only index of schema 2: no later windows
+                wids, wblobs = [], []
+            owned, windows, wskipped = _matrix(wids, wblobs, size)
+            self.skipped = sorted({*skipped, *wskipped})
+            keep = _owned_mask(ids, owned)  # a window whose chunk has no first one: left out
+            if not keep.all():
+                owned, windows = owned[keep], windows[keep]
+            loaded = Loaded(ids, mat, *_groups(ids, owned), windows)
+            self._loaded = (generation, loaded)
+        return loaded
+
+
+def _rows(conn: Connection, sql: str) -> tuple[list[int], list[bytes]]:
+    ids: list[int] = []
+    blobs: list[bytes] = []
+    for cid, data in conn.execute(sql):
+        ids.append(int(cid))
+        blobs.append(bytes(data))
+    return ids, blobs
+
+
+def _matrix(
+    ids: list[int], blobs: list[bytes], size: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], list[int]]:
+    """(ids, rows, ids of the rows of the wrong size, left out)."""
+    import numpy as np
+
+    skipped = [cid for cid, b in zip(ids, blobs, strict=True) if len(b) != size]
+    if skipped:
+        kept = [(cid, b) for cid, b in zip(ids, blobs, strict=True) if len(b) == size]
+        ids, blobs = [cid for cid, _ in kept], [b for _, b in kept]
+    if blobs:
+        dim = size // 4
+        mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+    else:
+        mat = np.zeros((0, size // 4 if size else 0), dtype=np.float32)
+    return np.asarray(ids, dtype=np.int64), mat.astype(np.float32), skipped
+
+
+def _owned_mask(ids: npt.NDArray[np.int64], owned: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+    """Which later windows belong to a chunk with a first window (others are left out)."""
+    import numpy as np
+
+    if len(ids) == 0:
+        return np.zeros(len(owned), dtype=bool)
+    pos = np.minimum(np.searchsorted(ids, owned), len(ids) - 1)
+    mask: npt.NDArray[Any] = ids[pos] == owned
+    return mask
+
+
+def _groups(
+    ids: npt.NDArray[np.int64], owned: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(position in ``ids`` of each group's chunk, first row of each group) of windows sorted
+    by chunk id."""
+    import numpy as np
+
+    if len(owned) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    starts = np.flatnonzero(np.r_[True, owned[1:] != owned[:-1]]).astype(np.int64)
+    return np.searchsorted(ids, owned[starts]).astype(np.int64), starts
 
 
 def _common_size(blobs: Sequence[bytes]) -> int:
@@ -164,20 +303,28 @@ def _common_size(blobs: Sequence[bytes]) -> int:
     return best - best % 4
 
 
-def matrix_top(
-    ids: npt.NDArray[np.int64],
-    mat: npt.NDArray[np.float32],
-    query: npt.NDArray[np.float32],
-    n: int,
-) -> list[tuple[int, float]]:
-    """The exact top ``n`` by cosine (rows and query unit length), best first."""
+def similarities(loaded: Loaded, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Each chunk's (``loaded.ids``') cosine to the query: the best of its windows."""
     import numpy as np
 
+    if loaded.mat.shape[1] != query.shape[0]:
+        raise dimension_error(query.shape[0], f"the index {loaded.mat.shape[1]}")
+    q = query.astype(np.float32)
+    sims: npt.NDArray[np.float32] = loaded.mat @ q
+    if len(loaded.starts):
+        later = np.maximum.reduceat(loaded.windows @ q, loaded.starts)
+        sims[loaded.owners] = np.maximum(sims[loaded.owners], later)
+    return sims
+
+
+def matrix_top(loaded: Loaded, query: npt.NDArray[np.float32], n: int) -> list[tuple[int, float]]:
+    """The exact top ``n`` chunks by cosine (rows and query unit length), best first."""
+    import numpy as np
+
+    ids = loaded.ids
     if len(ids) == 0:
         return []
-    if mat.shape[1] != query.shape[0]:
-        raise dimension_error(query.shape[0], f"the index {mat.shape[1]}")
-    sims = mat @ query.astype(np.float32)
+    sims = similarities(loaded, query)
     n = min(n, len(ids))
     top = np.argpartition(-sims, n - 1)[:n]
     top = top[np.argsort(-sims[top], kind="stable")]
@@ -185,12 +332,11 @@ def matrix_top(
     return list(zip(ids[top].tolist(), sims[top].tolist(), strict=True))
 
 
-def matrix_rows(
-    ids: npt.NDArray[np.int64], mat: npt.NDArray[np.float32], chunk_ids: Sequence[int]
-) -> dict[int, npt.NDArray[np.float32]]:
-    """The stored vector of each of ``chunk_ids`` that has one."""
+def matrix_rows(loaded: Loaded, chunk_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+    """The vector of each of ``chunk_ids`` that has one: its first window's."""
     import numpy as np
 
+    ids, mat = loaded.ids, loaded.mat
     if len(ids) == 0:
         return {}
     pos = np.searchsorted(ids, np.asarray(chunk_ids, dtype=np.int64))

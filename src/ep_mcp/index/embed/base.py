@@ -17,11 +17,13 @@ __all__ = [
     "EmbeddingSpec",
     "Matrix",
     "QueryCost",
+    "Windowed",
     "factory_for",
     "providers",
     "query_cost",
     "register",
     "settle",
+    "windowed",
 ]
 
 Matrix: TypeAlias = "npt.NDArray[np.float32]"
@@ -46,6 +48,32 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Matrix:
         """Embed one query; shape (dimension,), unit length."""
         ...
+
+
+@runtime_checkable
+class Windowed(Protocol):
+    """An embedder that reads a fixed window of the chunker's word-pieces and can say where
+    they fall: long chunks are then embedded as several windows (``index.windows``)."""
+
+    @property
+    def window_tokens(self) -> int:
+        """Word-pieces the model reads per text, [CLS] and [SEP] included."""
+        ...
+
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """(start, end) character offsets of each word-piece of each text (no special ones)."""
+        ...
+
+
+def windowed(embedder: object) -> Windowed | None:
+    """The embedder (or the one a wrapper holds) as a ``Windowed`` one, or None: an embedder
+    whose window is unknown (an HTTP provider) embeds each chunk whole, as it truncates it."""
+    while embedder is not None:
+        if isinstance(embedder, Windowed):
+            return embedder
+        inner = getattr(embedder, "embedder", None)
+        embedder = inner if inner is not embedder else None
+    return None
 
 
 QueryCost = Literal["trivial", "compute", "network"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -63,6 +64,35 @@ class HashingEmbedder:
 
     def embed_query(self, text: str) -> Matrix:
         return self._vector(text)
+
+
+_PIECE = re.compile(r"\S+")
+
+
+class WindowedHashingEmbedder(HashingEmbedder):
+    """The hashing fake reading only its first ``window - 2`` pieces (whitespace-separated
+    words) of each text, as a model truncates: a test of embedding windows, whose pieces it
+    names (``token_spans``)."""
+
+    def __init__(self, dimension: int = 64, window: int = 16) -> None:
+        super().__init__(dimension)
+        self._window = window
+
+    @property
+    def name(self) -> str:
+        return f"fake/hashing-{self.dimension}-w{self._window}"
+
+    @property
+    def window_tokens(self) -> int:
+        return self._window
+
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        return [[m.span() for m in _PIECE.finditer(text)] for text in texts]
+
+    def _vector(self, text: str) -> Matrix:
+        spans = self.token_spans([text])[0]
+        read = text[: spans[self._window - 3][1]] if len(spans) > self._window - 2 else text
+        return super()._vector(read)
 
 
 def hashing_factory(spec: EmbeddingSpec, env: dict[str, str]) -> HashingEmbedder:

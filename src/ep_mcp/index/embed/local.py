@@ -94,6 +94,15 @@ def count_tokens_batch(texts: Sequence[str]) -> list[int]:
     return [len(encoding.ids) for encoding in encodings]
 
 
+def token_spans(texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+    """(start, end) character offsets of every WordPiece token of each text (the counting
+    tokenizer's: no [CLS]/[SEP], no truncation) — where embedding windows are cut."""
+    if not texts:
+        return []
+    encodings = _counting_tokenizer().encode_batch(list(texts), add_special_tokens=False)
+    return [[(int(a), int(b)) for a, b in encoding.offsets] for encoding in encodings]
+
+
 def _sha256_file(path: Path) -> str:
     from ep_mcp.index.embed.optimize import sha256_file  # numpy + stdlib; onnx stays lazy
 
@@ -329,6 +338,15 @@ class LocalEmbedder:
     @property
     def dimension(self) -> int:
         return DIMENSION
+
+    @property
+    def window_tokens(self) -> int:
+        """Word-pieces the model reads per text ([CLS] and [SEP] included): longer chunks are
+        embedded as several windows (``index.windows``)."""
+        return self.max_tokens
+
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        return token_spans(texts)
 
     def _embedding_tokenizer(self) -> Tokenizer:
         with self._lock:
