@@ -15,6 +15,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ep_mcp"
 # section(.or section[i]).key, the key snake_case; not part of a longer dotted name
 KEY = re.compile(r"(?<![\w.])([a-z]{2,})(?:\[[^\]]*\])?\.([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE)\b")
+# dotted names that are not ours: the cgroup v1 files serve/cpu_budget.py reads
+NOT_CONFIG = {"cpu.cfs_quota_us", "cpu.cfs_period_us", "memory.limit_in_bytes"}
 
 
 def _fields(cls: Any) -> dict[str, Any]:
@@ -53,7 +55,8 @@ def named_keys(source: str) -> list[str]:
     for node in ast.walk(tree):
         text = node.value if isinstance(node, ast.Constant) else None
         if isinstance(text, str) and id(node) not in docs and not SQL.search(text):
-            found += [f"{m.group(1)}.{m.group(2)}" for m in KEY.finditer(text)]
+            keys = (f"{m.group(1)}.{m.group(2)}" for m in KEY.finditer(text))
+            found += [key for key in keys if key not in NOT_CONFIG]
     return found
 
 
