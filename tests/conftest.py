@@ -14,6 +14,8 @@ import pytest
 
 from ep_mcp.bench.reliability import DAMAGE as BENCH_DAMAGE
 
+pytest_plugins = ["postgres_server"]  # the `postgres_dsn` fixture
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_ENV = "EP_MCP_SHARED"  # the shared folder (packs/, skills/); default ../shared
 SHARED = Path(os.environ.get(SHARED_ENV) or REPO.parent / "shared")
