@@ -24,11 +24,12 @@ ENV = "EP_MCP_TEST_POSTGRES_DSN"
 
 
 def _bin_dir() -> Path | None:
-    try:
-        import pgserver  # type: ignore[import-untyped]
-    except ImportError:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pgserver")  # found, not imported: it warns on import
+    if spec is None or not spec.submodule_search_locations:
         return None
-    found = Path(pgserver.__file__).parent / "pginstall" / "bin"
+    found = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     return found if (found / "initdb").exists() else None
 
 
@@ -77,7 +78,8 @@ def postgres_dsn() -> Iterator[str]:
     env = {**os.environ, "LC_ALL": "C"}
     try:
         subprocess.run(
-            _as_user([str(bindir / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres"]),
+            _as_user([str(bindir / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres",
+                      "-E", "UTF8", "--locale=C"]),
             check=True, capture_output=True, timeout=120, env=env, cwd=root,
         )  # fmt: skip
         opts = f"-c listen_addresses=127.0.0.1 -c port={port} -c fsync=off -k {root}"

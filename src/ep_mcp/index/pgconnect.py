@@ -58,7 +58,7 @@ def connect(dsn: str, key: str = "index.dsn", *, at_start: bool = True) -> Any:
     a `ConfigError` at start (``at_start``) and an `IndexUnavailableError` later."""
     psycopg = psycopg_module()
     try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
     except psycopg.ProgrammingError as exc:  # the DSN itself does not parse
         raise ConfigError(
             f"{key}: not a libpq connection string ({first_line(exc)}) — write it as "
@@ -75,3 +75,11 @@ def connect(dsn: str, key: str = "index.dsn", *, at_start: bool = True) -> Any:
             f"the PostgreSQL server of the index cannot be reached ({what}) — "
             "try again shortly; /health says degraded until it answers"
         ) from None
+    encoding = conn.info.encoding
+    if encoding not in ("utf-8", "utf8"):
+        conn.close()
+        raise ConfigError(
+            f"{key}: the database's encoding is {encoding}, not UTF8 — create it with "
+            "`CREATE DATABASE … ENCODING 'UTF8'` (pack text is Unicode)"
+        )
+    return conn

@@ -135,7 +135,7 @@ class PgIndex:
                 logger.warning("pack %s: PostgreSQL connection lost — retrying once", self.slug)
                 continue
             except IndexUnavailableError as exc:  # could not reconnect
-                self._lost = str(exc)
+                self._lost = f"PostgreSQL connection lost, not reopened ({exc})"
                 raise
             except psycopg.errors.UndefinedTable:
                 raise IndexUnavailableError(
