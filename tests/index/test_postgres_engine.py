@@ -286,3 +286,71 @@ def test_a_pack_never_published_to_postgres_is_one_line(
             settings_for(tmp_path / "home", "hashing", packs=[{"path": str(pack)}], **data),
             tmp_path / "home",
         )
+
+
+def _cli_config(tmp_path: Path, dsn: str) -> Path:
+    config = tmp_path / "ep-mcp.yaml"
+    config.write_text(
+        f"embedding: {{provider: hashing}}\nindex: {{engine: postgres, dsn: '{dsn}'}}\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+def test_the_cli_publishes_to_postgres_flips_current_and_keeps_the_newest(
+    tmp_path: Path, make_pack: Any, postgres_dsn: str
+) -> None:
+    from click.testing import CliRunner
+
+    from ep_mcp.cli import main
+
+    pack: Path = make_pack(GARDEN, name="garden")
+    dsn = fresh_database(postgres_dsn)
+    config, out = _cli_config(tmp_path, dsn), tmp_path / "out"
+    said = []
+    for i in range(3):
+        (pack / f"note{i}.md").write_text(f"# Note {i}\n\nThe note number {i}.\n")
+        args = ["index", str(pack), "--out", str(out), "--to", "postgres", "--keep", "2"]
+        result = CliRunner().invoke(main, [*args, "--config", str(config)])
+        assert result.exit_code == 0, result.output
+        said.append(result.output)
+    assert "now current on PostgreSQL" in said[-1] and "dropped" in said[-1]
+    with psycopg.connect(dsn) as conn:
+        versions = [r[0] for r in conn.execute("SELECT version FROM ep_mcp.versions")]
+        current = conn.execute("SELECT version FROM ep_mcp.current").fetchone()[0]
+        schemas = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'ep\\_v\\_%'"
+        ).fetchone()[0]
+    newest = artifact_current(out / "garden")
+    assert current == newest and newest in versions and len(versions) == 2 and schemas == 2
+    again = CliRunner().invoke(
+        main, ["index", str(pack), "--out", str(out), "--to", "postgres", "--config", str(config)]
+    )
+    assert again.exit_code == 0 and "already loaded" in again.output
+
+
+def artifact_current(folder: Path) -> str:
+    from ep_mcp.index import artifact
+
+    found = artifact.current_version(folder)
+    assert found is not None
+    return found.name
+
+
+def test_the_cli_with_an_unreachable_dsn_fails_with_one_line_before_building(
+    tmp_path: Path, make_pack: Any
+) -> None:
+    from click.testing import CliRunner
+
+    from ep_mcp.cli import main
+
+    pack: Path = make_pack(GARDEN, name="garden")
+    config = _cli_config(tmp_path, "host=127.0.0.1 port=1 dbname=x connect_timeout=2")
+    out = tmp_path / "out"
+    args = ["index", str(pack), "--out", str(out), "--to", "postgres", "--config", str(config)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert "index.dsn: cannot connect to PostgreSQL" in result.output
+    assert "Traceback" not in result.output and not (out / "garden").exists()
+    no_out = CliRunner().invoke(main, ["index", str(pack), "--to", "postgres"])
+    assert no_out.exit_code == 2 and "give --out DIR too" in no_out.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import statistics
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ep_mcp.config import Settings
+from ep_mcp.config import IndexEngine, Settings
 from ep_mcp.eval.beir import BeirAnswer, BeirReport, evaluate_run, load_beir, materialise
 from ep_mcp.eval.metrics import percentile
 from ep_mcp.eval.run import open_runtime
@@ -52,9 +53,14 @@ def run_beir(
     data = load_beir(folder, split)
     mapping = materialise(data, work / "docs")
     emb = make_embedder(settings) if embedder == "auto" else embedder
+    postgres = settings.index.engine == IndexEngine.POSTGRES
+    built_with = settings
+    if postgres:  # built in SQLite (the build format), then loaded and served from PostgreSQL
+        sqlite = dataclasses.replace(settings.index, engine=IndexEngine.SQLITE)
+        built_with = dataclasses.replace(settings, index=sqlite)
     rt = open_runtime(
         work / "docs",
-        settings,
+        built_with,
         None if isinstance(emb, str) else emb,
         work,
         kind="markdown",
@@ -65,6 +71,8 @@ def run_beir(
     record = work / "index-seconds.txt"  # the time of the last real build (reruns reuse it)
     if report.changed or report.rebuilt or not record.exists():
         record.write_text(f"{report.seconds:.2f}\n", encoding="utf-8")
+    if postgres:
+        rt = served_from_postgres(rt, settings)
     legs = MODES[mode]
 
     def ids(result: SearchResult) -> list[str]:
@@ -98,6 +106,37 @@ def run_beir(
         served_k=served_k,
         k=k,
     )
+
+
+def served_from_postgres(rt: PackRuntime, settings: Settings) -> PackRuntime:
+    """``rt``'s SQLite index loaded into PostgreSQL (``index.dsn``) as a version named by its
+    checksum, and a runtime serving that version (``rt`` is closed)."""
+    from ep_mcp import __version__
+    from ep_mcp.index import artifact
+    from ep_mcp.index.pgload import load_index
+
+    index = rt.sqlite.path
+    digest = artifact.file_sha256(index)
+    manifest = artifact.Manifest(
+        slug=rt.slug,
+        version=f"bench-{digest[:16]}",
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        ep_mcp_version=__version__,
+        content_hash=digest,
+        files=rt.store.counts()["files"],
+        git_commit=None,
+        index_sha256=digest,
+        index_bytes=index.stat().st_size,
+        schema_version=artifact.schema_version(index),
+        features=rt.store.features(),
+        chunks=rt.store.counts()["chunks"],
+        build_key={},
+    )
+    embedder, home, config = rt.embedder, rt.home, rt.config
+    rt.close()
+    loaded = load_index(settings.index, index, manifest, keep=2)
+    logger.info("loaded into PostgreSQL in %.1f s (%s)", loaded.seconds, loaded.schema)
+    return PackRuntime(config, settings, embedder, home)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ def publish_artifact(
     from ep_mcp.publish import publish
 
     if to == "postgres":
-        from ep_mcp.index.pgconnect import psycopg_module, resolve_dsn
+        from ep_mcp.index.pgconnect import connect, resolve_dsn
 
-        psycopg_module(), resolve_dsn(settings.index)  # before any build: a missing DSN is news
+        connect(resolve_dsn(settings.index)).close()  # before any build: a bad DSN is news
     done = publish(settings, os.environ, out, keep=keep, force=force)
     m = done.manifest
     loaded = None

@@ -93,6 +93,12 @@ class Loaded:
 def publish_version(settings: IndexSettings, version_dir: Path, keep: int = 3) -> Loaded:
     """Load an artifact version (checked first) and make it the pack's current version."""
     manifest = check(version_dir)
+    return load_index(settings, version_dir / INDEX, manifest, keep)
+
+
+def load_index(settings: IndexSettings, index: Path, manifest: Manifest, keep: int = 3) -> Loaded:
+    """Load the SQLite ``index`` as ``manifest``'s version (unless it is loaded already) and
+    make it the pack's current version; ``manifest.chunks`` is checked against the rows."""
     started = time.perf_counter()
     with connect(resolve_dsn(settings), "index.dsn") as conn:
         conn.execute(CONTROL)
@@ -101,10 +107,8 @@ def publish_version(settings: IndexSettings, version_dir: Path, keep: int = 3) -
             "SELECT schema_name FROM ep_mcp.versions WHERE slug=%s AND version=%s",
             (manifest.slug, manifest.version),
         ).fetchone()
-        if row is None:
-            counts = _load(conn, version_dir / INDEX, manifest, schema)
-        else:
-            counts = (manifest.chunks, -1, -1)
+        loaded_before = (manifest.chunks, -1, -1)  # chunks, vectors, postings (-1: not now)
+        counts = _load(conn, index, manifest, schema) if row is None else loaded_before
         removed = flip(conn, manifest.slug, manifest.version, keep)
     return Loaded(
         manifest.slug,
