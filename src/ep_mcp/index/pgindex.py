@@ -155,6 +155,10 @@ class PgIndex:
             except Exception:  # a broken socket may refuse even this; it is gone either way
                 logger.debug("closing a broken connection failed", exc_info=True)
 
+    def backend_pid(self) -> int:
+        """The server process of this thread's connection (benchmarks read its CPU)."""
+        return int(self._run(lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0]))
+
     def _count(self, table: str) -> int:
         return int(self._run(lambda c: c.execute(f"SELECT count(*) FROM {table}").fetchone()[0]))
 
