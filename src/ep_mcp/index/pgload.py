@@ -66,7 +66,7 @@ CHUNK_COLUMNS = (
     "id, path, chunk_index, heading_path, line_start, line_end, byte_start, byte_end, text, "
     "context_prefix, span_hash, section, tokens"
 )
-FTS_COLUMNS = {"text": 0, "title": 1, "headings": 2}
+HNSW_BUILD_MEMORY = "1GB"  # per load: ~1.6 KB of graph per 384-d chunk fits ~500k chunks
 
 
 def schema_name(slug: str, version: str) -> str:
@@ -183,7 +183,8 @@ def _load(conn: Any, index: Path, manifest: Manifest, schema: str) -> tuple[int,
             conn.execute("INSERT INTO terms SELECT term, count(*) FROM postings GROUP BY term")
             conn.execute("CREATE INDEX postings_term ON postings(term)")
             conn.execute("CREATE INDEX chunks_path ON chunks(path)")
-            if dim:
+            if dim:  # the graph built in memory (pgvector's default 64 MB spills to disk)
+                conn.execute(f"SET LOCAL maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
                 conn.execute(
                     "CREATE INDEX vectors_hnsw ON vectors USING hnsw (vec vector_cosine_ops)"
                 )
