@@ -100,7 +100,18 @@ def test_the_postgres_engine_answers_every_query_as_sqlite_does(
     assert [h[2] for h in got] == pytest.approx([h[2] for h in want], abs=1e-6)
 
 
-@pytest.mark.parametrize("query", QUERIES)
+ODD_QUERIES = (
+    'café résumé naïve "quoted" words',
+    "don't won't it's the server's index",
+    "covid-19 e.g. 3.14 v2 x86_64",
+    "running runs run ran configure configured configuring",
+    "the of and a to",
+    "INDEX Index index",
+    "ünïcödé ΑΘΗΝΑ 東京 emoji 🙂",
+)
+
+
+@pytest.mark.parametrize("query", QUERIES + ODD_QUERIES)
 def test_the_lexical_leg_is_fts5s_bm25_to_the_last_digit(
     both: tuple[Library, Library], query: str
 ) -> None:
