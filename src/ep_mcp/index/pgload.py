@@ -66,7 +66,7 @@ CHUNK_COLUMNS = (
     "id, path, chunk_index, heading_path, line_start, line_end, byte_start, byte_end, text, "
     "context_prefix, span_hash, section, tokens"
 )
-HNSW_BUILD_MEMORY = "1GB"  # per load: ~1.6 KB of graph per 384-d chunk fits ~500k chunks
+HNSW_BUILD_MEMORY = "1GB"  # for the load: HNSW is ~2 KB per 384-d chunk, so ~500k chunks fit
 
 
 def schema_name(slug: str, version: str) -> str:
