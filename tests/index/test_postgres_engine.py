@@ -365,3 +365,18 @@ def test_the_cli_with_an_unreachable_dsn_fails_with_one_line_before_building(
     assert "Traceback" not in result.output and not (out / "garden").exists()
     no_out = CliRunner().invoke(main, ["index", str(pack), "--to", "postgres"])
     assert no_out.exit_code == 2 and "give --out DIR too" in no_out.output
+
+
+def test_a_lexical_query_past_its_time_limit_answers_nothing_and_is_not_a_lost_server(
+    garden: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ep_mcp.index import pgbm25
+
+    store = garden["lib"].get("garden").store
+    assert store.lexical_top(["tomatoes"], 10)
+    slow = f"SELECT chunk_id, s FROM ({pgbm25.TOP_SQL}) AS q, pg_sleep(5) AS z"
+    monkeypatch.setattr(pgbm25, "TOP_SQL", slow)  # the server's own timer cancels it
+    assert store.lexical_top(["tomatoes"], 10, time_limit_ms=100) == []
+    assert store.problems() == []
+    monkeypatch.undo()
+    assert store.lexical_top(["tomatoes"], 10)

@@ -124,6 +124,8 @@ class PgIndex:
         for attempt in (1, 2):
             try:
                 out = query(self._conn())
+            except psycopg.errors.QueryCanceled:  # a statement_timeout: the caller's to answer
+                raise
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 self._drop_conn()
                 if attempt == 2 or self._closed:
@@ -236,9 +238,8 @@ class PgIndex:
 
         def run(conn: Any) -> list[tuple[int, float]]:
             with conn.transaction():
-                conn.execute(
-                    "SELECT set_config('statement_timeout', %s, true)", (str(time_limit_ms),)
-                )
+                limit = str(max(1, time_limit_ms))  # 0 is no limit to PostgreSQL
+                conn.execute("SELECT set_config('statement_timeout', %s, true)", (limit,))
                 df = self._df(conn, tokens)
                 idfs = [pgbm25.idf(self._rows, df.get(t, 0)) for t in tokens]
                 params = pgbm25.top_params(tokens, idfs, n, weights, avgdl)
