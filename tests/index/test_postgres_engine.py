@@ -380,3 +380,23 @@ def test_a_lexical_query_past_its_time_limit_answers_nothing_and_is_not_a_lost_s
     assert store.problems() == []
     monkeypatch.undo()
     assert store.lexical_top(["tomatoes"], 10)
+
+
+def test_a_pack_served_from_its_path_follows_the_current_version_on_postgres(
+    garden: dict[str, Any],
+) -> None:
+    data = {"packs": [{"path": str(garden["pack"])}]}
+    index = {"engine": "postgres", "dsn": garden["dsn"]}
+    lib = open_library(settings_for(garden["home"], "hashing", index=index, **data), garden["home"])
+    try:
+        watcher = ArtifactWatcher(lib, poll_s=0)
+        assert watcher.poll() == []  # the current version is the one served
+        (garden["pack"] / "zebra.md").write_text(f"# Zebras\n\nThe {NEW_WORD} grazes.\n")
+        published = publish_pack(garden["pack"], garden["home"], garden["out"], "hashing")
+        load(garden["dsn"], published, garden["home"], "hashing")
+        assert watcher.poll() == ["garden"]
+        rt = lib.get("garden")
+        assert rt.store.version == published.manifest.version
+        assert any(NEW_WORD in h.text for h in rt.search(SearchRequest(NEW_WORD, k=3)).hits)
+    finally:
+        lib.close()
