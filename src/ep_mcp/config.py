@@ -37,6 +37,13 @@ class VectorEngine(StrEnum):
     NUMPY = "numpy"
 
 
+class IndexEngine(StrEnum):
+    """Where a served pack's index lives (``index.engine``)."""
+
+    SQLITE = "sqlite"  # the pack's index.db (built in place, or an artifact's)
+    POSTGRES = "postgres"  # its current published version on PostgreSQL + pgvector
+
+
 @dataclass(frozen=True)
 class RetrievalSettings:
     """Every constant of the retrieval pipeline (SPEC §4). Defaults are the measured winners
@@ -125,6 +132,12 @@ class RerankerSettings:
 @dataclass(frozen=True)
 class IndexSettings:
     vector_engine: VectorEngine = VectorEngine.AUTO
+    # postgres: packs are served from their version published with `index --to postgres`
+    # (docs/SCALING.md); the server is named by a libpq DSN, or a file holding one (a secret)
+    engine: IndexEngine = IndexEngine.SQLITE
+    dsn: str | None = None  # e.g. "host=db.internal dbname=ep user=ep"
+    dsn_file: Path | None = None
+    pg_ef_search: int = 400  # HNSW candidates per vector query (well above the pool asked for)
     max_tokens: int = 1000  # token ceiling of one atom before it is split at ##/### headings
     context_prefix_template: str = ""  # e.g. "From {title}, section {section}." ("" = sidecar only)
     max_file_bytes: int = 2_000_000  # larger files are skipped with a warning

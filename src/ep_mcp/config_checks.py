@@ -13,6 +13,7 @@ from enum import StrEnum
 from ep_mcp.config import (
     DEFAULT_RERANK_MODEL,
     Fusion,
+    IndexEngine,
     RerankerKind,
     Settings,
     Transport,
@@ -140,6 +141,17 @@ def _server_and_packs(settings: Settings) -> list[str]:
     if not 0 < srv.port < 65536:
         out.append(f"server.port: must be 1..65535 — got {srv.port}")
     out += _choice("index.vector_engine", settings.index.vector_engine, VectorEngine)
+    out += _choice("index.engine", settings.index.engine, IndexEngine)
+    idx = settings.index
+    if idx.engine == IndexEngine.POSTGRES and not (idx.dsn or idx.dsn_file):
+        out.append(
+            "index.engine: postgres needs index.dsn (a libpq DSN such as "
+            "'host=127.0.0.1 dbname=ep') or index.dsn_file (a file holding one)"
+        )
+    if idx.dsn and idx.dsn_file:
+        out.append("index.dsn_file: give index.dsn or index.dsn_file, not both")
+    if not 10 <= idx.pg_ef_search <= 1000:
+        out.append(f"index.pg_ef_search: must be 10..1000 — got {idx.pg_ef_search}")
     slugs = [p.slug for p in settings.packs if p.slug]
     dupes = {s for s in slugs if slugs.count(s) > 1}
     if dupes:

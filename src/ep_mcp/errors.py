@@ -115,3 +115,7 @@ class QueryError(EpMcpError):
 
 class ServeError(EpMcpError):
     """The service cannot start (a port in use, an address it cannot bind)."""
+
+
+class IndexUnavailableError(EpMcpError):
+    """The server a pack's index is served from cannot be reached now (it is retried once)."""

@@ -66,11 +66,11 @@ def update_index(settings: Settings) -> IndexOutcome:
         report = dataclasses.asdict(built)
         try:
             if (built.vector_engine != "none" or not wanted) and not built.pending:
-                fastcheck.remember(rt.store, snap, rt.slug, report, list(warnings))
+                fastcheck.remember(rt.sqlite, snap, rt.slug, report, list(warnings))
             else:  # chunks wait for their vectors: the next run must take the full path
-                fastcheck.forget(rt.store)
+                fastcheck.forget(rt.sqlite)
         except diskerrors.SQLITE_DISK_ERRORS as exc:  # the build committed; its record did not
-            raise diskerrors.disk_error(rt.store.path, exc) from exc
-        return IndexOutcome(rt.slug, rt.store.path, report, warnings)
+            raise diskerrors.disk_error(rt.sqlite.path, exc) from exc
+        return IndexOutcome(rt.slug, rt.sqlite.path, report, warnings)
     finally:
         lib.close()

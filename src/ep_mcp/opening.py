@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Literal
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config import IndexEngine, PackSettings, Settings
 from ep_mcp.errors import (
     BuildStopped,
     ConfigError,
@@ -25,6 +25,7 @@ from ep_mcp.errors import (
 )
 from ep_mcp.index.embed.base import Embedder, query_cost
 from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import empty_pack_message
 from ep_mcp.retrieval.source import LegExecutors
 from ep_mcp.runtime import Library, PackRuntime, Readiness
@@ -70,7 +71,7 @@ def open_library(
                 rt.close()
                 raise ConfigError(
                     f"packs '{same.slug}' ({same.pack.root}) and '{rt.slug}' ({rt.pack.root}) "
-                    f"resolve to one index file, {rt.store.path} — give each its own index_dir"
+                    f"resolve to one index file, {rt.sqlite.path} — give each its own index_dir"
                 )
             if rt.slug in runtimes:
                 raise NotFoundError(
@@ -114,6 +115,8 @@ def _shared_index(rt: PackRuntime, files: dict[tuple[int, int], PackRuntime]) ->
     """The runtime already opened on the same index file as ``rt`` (a hard link, the same
     folder configured twice), else None after noting ``rt``'s file."""
     try:
+        if not isinstance(rt.store, Store):
+            return None  # a served version on a server: no file to share
         st = os.stat(rt.store.path)
     except OSError:
         return None
@@ -134,11 +137,21 @@ def _open_pack(
     executors: LegExecutors,
 ) -> PackRuntime:
     """Open one pack and update its index; damage met while updating is rebuilt once."""
-    if cfg.artifact is not None:  # a published artifact: its current version, read-only
+    version = None
+    if settings.index.engine == IndexEngine.POSTGRES and cfg.artifact is not None:
+        from ep_mcp.index.artifact import pack_folder, served_settings
+        from ep_mcp.index.pgindex import published_version
+
+        folder = pack_folder(cfg.artifact, cfg.slug)
+        version = published_version(settings.index, cfg.slug or folder.name)
+        cfg = served_settings(cfg, folder / version)  # the pack files of that version
+    elif cfg.artifact is not None:  # a published artifact: its current version, read-only
         from ep_mcp.index.artifact import served_settings
 
         cfg = served_settings(cfg)
-    rt = PackRuntime(cfg, settings, embedder, home, executors, words_first=build[1])
+    rt = PackRuntime(
+        cfg, settings, embedder, home, executors, words_first=build[1], served_version=version
+    )
     if build[0] is not True or cfg.read_only:
         return rt
     return _index_with_retry(rt, show_progress)
@@ -161,7 +174,7 @@ def _index_with_retry(rt: PackRuntime, show_progress: bool | None) -> PackRuntim
         rt.index(show_progress=show_progress, reload=False, lexical_first=rt.words_first)
         return rt
     except DiskFullError as exc:  # the last commit stands: the previous index answers
-        rt.store.writes.note(str(exc))
+        rt.sqlite.writes.note(str(exc))
         return rt
     except IndexDamagedError:
         rt.close()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config import IndexEngine, PackSettings, Settings
 from ep_mcp.index import artifact
 from ep_mcp.index.artifact import ArtifactError, Manifest
 
@@ -224,7 +224,8 @@ def _build(
         artifact=None,
     )
     embedder = make_embedder(settings)
-    rt = PackRuntime(local, settings, embedder, settings.home)
+    built = dataclasses.replace(settings.index, engine=IndexEngine.SQLITE)  # the build format
+    rt = PackRuntime(local, dataclasses.replace(settings, index=built), embedder, settings.home)
     try:
         report = rt.index(show_progress=show_progress, reload=False)
         if report.pending:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config import IndexEngine, PackSettings, Settings
 from ep_mcp.errors import BuildingError, EpMcpError, IndexDamagedError, NotFoundError
 from ep_mcp.index import diskerrors, integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
@@ -37,7 +37,7 @@ from ep_mcp.retrieval.confidence_file import packaged_model
 from ep_mcp.retrieval.engine import SearchOptions
 from ep_mcp.retrieval.legs import LegChoice
 from ep_mcp.retrieval.merge import MergedResult, ScoreRule, merge_results
-from ep_mcp.retrieval.source import LegExecutors, query_embedding
+from ep_mcp.retrieval.source import LegExecutors, ServedIndex, query_embedding
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView, pack_view
 
@@ -54,8 +54,9 @@ class PackRuntime:
     home: Path
     executors: LegExecutors | None = None  # shared threads (the library's); else its own
     words_first: bool = False  # a damaged index found on open is rebuilt words only (serve)
+    served_version: str | None = None  # postgres: this published version, not the current
     pack: Pack = field(init=False)
-    store: Store = field(init=False)
+    store: ServedIndex = field(init=False)  # SQLite's Store, or a published version elsewhere
     view: PackView = field(init=False)  # what the retrieval stages need of the pack, as data
     reranker: GuardedReranker | None = field(init=False, default=None)
     building: BuildState = field(default_factory=BuildState, init=False)
@@ -67,10 +68,30 @@ class PackRuntime:
     def __post_init__(self) -> None:
         if self.executors is None:
             self.executors = self._own_executors = LegExecutors.start()
+        if self.settings.index.engine == IndexEngine.POSTGRES:  # published: never built here
+            self.config = dataclasses.replace(self.config, read_only=True)
         self.pack = self._load()
         self.view = pack_view(self.pack)
         self.reranker = make_reranker(self.settings.reranker)
-        self.store = self._open_owned()
+        self.store = self._open_index()
+
+    @property
+    def sqlite(self) -> Store:
+        """The SQLite index this pack builds in place (index, backfill, repair need one)."""
+        if not isinstance(self.store, Store):
+            raise NotFoundError(
+                f"pack '{self.slug}' is served from {self.store.location} — build and publish "
+                "it where it is built (`ep-mcp index PACK --out DIR --to postgres`)"
+            )
+        return self.store
+
+    def _open_index(self) -> ServedIndex:
+        """The pack's index: its SQLite file, or its current version on PostgreSQL."""
+        if self.settings.index.engine == IndexEngine.POSTGRES:
+            from ep_mcp.index.pgindex import PgIndex
+
+            return PgIndex.open(self.settings.index, self.slug, self.served_version)
+        return self._open_owned()
 
     def _open_owned(self) -> Store:
         """The pack's index, opened only if it is this pack's (`index.owned`)."""
@@ -115,12 +136,13 @@ class PackRuntime:
     def _damaged(self, exc: Exception) -> IndexDamagedError:
         """Damage met after opening: remember it (the next open rebuilds) and say so."""
         reason = integrity.describe(exc)
-        integrity.mark_damaged(self.store.path, reason)
-        logger.error("pack %s: index at %s is damaged (%s)", self.slug, self.store.path, reason)
+        path = self.sqlite.path
+        integrity.mark_damaged(path, reason)
+        logger.error("pack %s: index at %s is damaged (%s)", self.slug, path, reason)
         return IndexDamagedError(
-            f"pack '{self.slug}': index at {self.store.path} is damaged ({reason}) — it is "
+            f"pack '{self.slug}': index at {path} is damaged ({reason}) — it is "
             "rebuilt the next time it is opened: run `ep-mcp index PACK` or restart the server",
-            path=self.store.path,
+            path=path,
             reason=reason,
         )
 
@@ -153,7 +175,7 @@ class PackRuntime:
             except integrity.DAMAGE_ERRORS as exc:
                 raise self._damaged(exc) from exc
             except diskerrors.SQLITE_DISK_ERRORS as exc:  # the last commit stands: not damage
-                raise diskerrors.disk_error(self.store.path, exc) from exc
+                raise diskerrors.disk_error(self.sqlite.path, exc) from exc
             recovered, self._recovered = self._recovered, None
             if recovered is not None and not (report.changed or report.removed):
                 report = recovered  # the rebuild on opening did this run's work
@@ -203,7 +225,7 @@ class PackRuntime:
         keeps every stored vector and marks the rest pending (the next build embeds them)."""
         return build_index(
             pack,
-            store or self.store,
+            store or self.sqlite,
             self.embedder,
             token_counter(),
             max_tokens=self.settings.index.max_tokens,
@@ -219,10 +241,12 @@ class PackRuntime:
         """Embed the chunks an earlier build left pending, and repair damaged rows (files
         unchanged); None if none wait, or if another process is embedding this index now
         (`embedding_lock`): its vectors are read from the shared file once it commits."""
-        waiting = self.store.pending_count() or self.store.repair_needed
-        if self.config.read_only or self.embedder is None or not waiting:
+        if self.config.read_only or self.embedder is None:
             return None
-        with self._lock, embedding_lock(self.store.path) as mine:
+        store = self.sqlite
+        if not (store.pending_count() or store.repair_needed):
+            return None
+        with self._lock, embedding_lock(store.path) as mine:
             if not mine:
                 self.building.elsewhere = True
                 return None
@@ -231,16 +255,14 @@ class PackRuntime:
                 try:
                     report = self._update(self.pack, None)
                 except diskerrors.SQLITE_DISK_ERRORS as exc:  # the last commit stands
-                    raise diskerrors.disk_error(self.store.path, exc) from exc
+                    raise diskerrors.disk_error(store.path, exc) from exc
             self._profiles = None
             return report
 
     def problems(self) -> list[str]:
         """What degrades this pack's answers now (for /health): a disk refusing writes,
         damaged or missing rows awaiting their repair (the next build or backfill)."""
-        repair = self.store.repair_needed
-        fix = "rebuild it where it is built" if self.config.read_only else "awaiting repair"
-        found = [self.store.write_problem, f"{repair} — {fix}" if repair else None]
+        found = [self.store.write_problem, *self.store.problems()]
         return [f"pack {self.slug}: {p}" for p in found if p]
 
     def build_state(self) -> dict[str, Any]:
@@ -285,7 +307,7 @@ class PackRuntime:
         except integrity.DAMAGE_ERRORS as exc:
             raise self._damaged(exc) from exc
         except diskerrors.SQLITE_DISK_ERRORS as exc:  # e.g. no room for a reader's -shm
-            raise diskerrors.disk_error(self.store.path, exc) from exc
+            raise diskerrors.disk_error(self.sqlite.path, exc) from exc
         note = building_note(self.build_state()) if self.building.embedding else None
         return dataclasses.replace(result, notes=(note, *result.notes)) if note else result
 
@@ -294,7 +316,13 @@ class PackRuntime:
         sharing this one's threads unless they were its own (closed with it)."""
         shared = self.executors if self._own_executors is None else None
         return PackRuntime(
-            self.config, self.settings, self.embedder, self.home, shared, self.words_first
+            self.config,
+            self.settings,
+            self.embedder,
+            self.home,
+            shared,
+            self.words_first,
+            self.served_version,
         )
 
     def close(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import statistics
@@ -12,12 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ep_mcp.config import Settings
+from ep_mcp.config import IndexEngine, Settings
 from ep_mcp.eval.beir import BeirAnswer, BeirReport, evaluate_run, load_beir, materialise
 from ep_mcp.eval.metrics import percentile
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.index.pgload import Loaded
 from ep_mcp.index.store import ChunkRecord, FileRecord, FileWrite, Store
 from ep_mcp.retrieval import engine
 from ep_mcp.retrieval.confidence import ConfidenceModel
@@ -52,9 +54,14 @@ def run_beir(
     data = load_beir(folder, split)
     mapping = materialise(data, work / "docs")
     emb = make_embedder(settings) if embedder == "auto" else embedder
+    postgres = settings.index.engine == IndexEngine.POSTGRES
+    built_with = settings
+    if postgres:  # built in SQLite (the build format), then loaded and served from PostgreSQL
+        sqlite = dataclasses.replace(settings.index, engine=IndexEngine.SQLITE)
+        built_with = dataclasses.replace(settings, index=sqlite)
     rt = open_runtime(
         work / "docs",
-        settings,
+        built_with,
         None if isinstance(emb, str) else emb,
         work,
         kind="markdown",
@@ -65,6 +72,8 @@ def run_beir(
     record = work / "index-seconds.txt"  # the time of the last real build (reruns reuse it)
     if report.changed or report.rebuilt or not record.exists():
         record.write_text(f"{report.seconds:.2f}\n", encoding="utf-8")
+    if postgres:
+        rt = served_from_postgres(rt, settings)
     legs = MODES[mode]
 
     def ids(result: SearchResult) -> list[str]:
@@ -98,6 +107,48 @@ def run_beir(
         served_k=served_k,
         k=k,
     )
+
+
+def load_into_postgres(settings: Settings, index: Path, slug: str) -> Loaded:
+    """A built SQLite ``index`` loaded into PostgreSQL (``index.dsn``) as the current version
+    of ``slug``, named by the file's checksum (a second run finds it loaded)."""
+    from ep_mcp import __version__
+    from ep_mcp.index import artifact
+    from ep_mcp.index.pgload import load_index
+
+    digest = artifact.file_sha256(index)
+    store = Store(index, read_only=True, vector_engine="numpy")
+    try:
+        counts, features = store.counts(), store.features()
+    finally:
+        store.close()
+    manifest = artifact.Manifest(
+        slug=slug,
+        version=f"bench-{digest[:16]}",
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        ep_mcp_version=__version__,
+        content_hash=digest,
+        files=counts["files"],
+        git_commit=None,
+        index_sha256=digest,
+        index_bytes=index.stat().st_size,
+        schema_version=artifact.schema_version(index),
+        features=features,
+        chunks=counts["chunks"],
+        build_key={},
+    )
+    loaded = load_index(settings.index, index, manifest, keep=2)
+    logger.info("loaded into PostgreSQL in %.1f s (%s)", loaded.seconds, loaded.schema)
+    return loaded
+
+
+def served_from_postgres(rt: PackRuntime, settings: Settings) -> PackRuntime:
+    """``rt``'s SQLite index loaded into PostgreSQL, and a runtime serving that version
+    (``rt`` is closed)."""
+    index, embedder, home, config = rt.sqlite.path, rt.embedder, rt.home, rt.config
+    rt.close()
+    load_into_postgres(settings, index, config.slug or rt.slug)
+    return PackRuntime(config, settings, embedder, home)
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,7 @@ def bench_damage(work: Path) -> Report:
     spec = EmbeddingSpec(provider="hashing")
     home = work / "home-damage"
     lib = _library(pack, home, spec)
-    clean, path = _answers(lib), lib.get().store.path
+    clean, path = _answers(lib), lib.get().sqlite.path
     lib.close()
     rows: Report = {}
     for name, damage in DAMAGE.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import resource
 import time
 from dataclasses import asdict, dataclass
@@ -30,7 +31,7 @@ from ep_mcp.retrieval.types import SearchRequest
 
 logger = logging.getLogger(__name__)
 
-ENGINES = ("numpy", "sqlite-vec")
+ENGINES = ("numpy", "sqlite-vec")  # and "postgres" when asked for (index.dsn)
 DIM = 384
 
 
@@ -44,6 +45,8 @@ class EngineRow:
     vector_p50_ms: float
     vector_p95_ms: float
     search_cpu_ms: float  # CPU time per search (queries per core = 1000 / this)
+    server_cpu_ms: float = 0.0  # postgres: the backend's CPU per search (beside this one's)
+    publish_s: float = 0.0  # postgres: loading the built index (COPY, HNSW, postings)
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,66 @@ def measure_engine(path: Path, name: str, settings: Settings, queries: int) -> E
     return EngineRow(name, round(opened, 2), round(added, 1), s50, s95, v50, v95, cpu_ms)
 
 
+def _backend_cpu_s(pid: int) -> float:
+    """utime + stime of a local PostgreSQL backend (/proc; 0 when it is not readable)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_postgres(path: Path, settings: Settings, queries: int, chunks: int) -> EngineRow:
+    """Load ``path`` into PostgreSQL (``index.dsn``) and time ``queries`` searches on it; the
+    server's CPU is its backend's, read from /proc (the server must be on this machine)."""
+    from ep_mcp.bench.query import load_into_postgres
+    from ep_mcp.index.pgindex import PgIndex
+
+    started = time.perf_counter()
+    loaded = load_into_postgres(settings, path, f"synthetic-{chunks}")
+    publish = time.perf_counter() - started
+    gc.collect()
+    before = rss_mb()
+    started = time.perf_counter()
+    store = PgIndex.open(settings.index, loaded.slug)
+    try:
+        reqs = _queries(queries + 3)
+        engine.search(store, "synthetic", reqs[0], settings.retrieval, None)
+        opened = time.perf_counter() - started
+        pid = store.backend_pid()
+        search, vector, cpu, server = [], [], 0.0, 0.0
+        for i, req in enumerate(reqs[1:]):
+            assert req.vector is not None
+            t, c, b = time.perf_counter(), time.process_time(), _backend_cpu_s(pid)
+            engine.search(store, "synthetic", req, settings.retrieval, None)
+            t2 = time.perf_counter()
+            if i >= 2:
+                cpu += time.process_time() - c
+                server += _backend_cpu_s(pid) - b
+            store.vector_top(np.asarray(req.vector, dtype=np.float32), 50)
+            t3 = time.perf_counter()
+            if i >= 2:
+                search.append((t2 - t) * 1000)
+                vector.append((t3 - t2) * 1000)
+        added = rss_mb() - before
+    finally:
+        store.close()
+    n = max(1, len(search))
+    (s50, s95), (v50, v95) = _ms(search), _ms(vector)
+    return EngineRow(
+        "postgres",
+        round(opened, 2),
+        round(added, 1),
+        s50,
+        s95,
+        v50,
+        v95,
+        round(cpu * 1000 / n, 2),
+        round(server * 1000 / n, 2),
+        round(publish, 1),
+    )
+
+
 def scale_row(
     work: Path,
     chunks: int,
@@ -140,7 +203,12 @@ def scale_row(
     build, build_cpu = time.perf_counter() - started, time.process_time() - cpu
     size = sum(p.stat().st_size for p in path.parent.iterdir() if p.is_file()) / 2**20
     peak = peak_rss_mb()
-    rows = tuple(measure_engine(path, e, settings, queries) for e in engines)
+    rows = tuple(
+        measure_postgres(path, settings, queries, chunks)
+        if e == "postgres"
+        else measure_engine(path, e, settings, queries)
+        for e in engines
+    )
     return ScaleRow(
         chunks, round(build, 1), round(build_cpu, 1), reused, round(size, 1), round(peak, 1), rows
     )
@@ -149,7 +217,8 @@ def scale_row(
 def render(rows: list[ScaleRow]) -> str:
     lines = [
         f"{'chunks':>9}{'build s':>9}{'cpu s':>8}{'file MB':>9}{'engine':>12}{'RSS+ MB':>9}"
-        f"{'open s':>8}{'search p50':>12}{'p95':>8}{'vector p50':>12}{'p95':>8}  (ms)"
+        f"{'open s':>8}{'search p50':>12}{'p95':>8}{'vector p50':>12}{'p95':>8}{'cpu':>8}"
+        f"{'server':>8}{'publish s':>10}  (ms)"
     ]
     for r in rows:
         build = f"{r.build_s}{'*' if r.reused else ''}"
@@ -161,6 +230,7 @@ def render(rows: list[ScaleRow]) -> str:
                 f"{head}{e.engine:>12}{e.rss_added_mb:>9}{e.open_s:>8}"
                 f"{e.search_p50_ms:>12}{e.search_p95_ms:>8}{e.vector_p50_ms:>12}"
                 f"{e.vector_p95_ms:>8}{e.search_cpu_ms:>8}"
+                + (f"{e.server_cpu_ms:>8}{e.publish_s:>10}" if e.engine == "postgres" else "")
             )
     if any(r.reused for r in rows):
         lines.append("* reused an index already on disk: the build time is not measured")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -11,15 +12,28 @@ from ep_mcp.cli.app import emit_json, warn
 from ep_mcp.config import Settings
 
 
-def publish_artifact(settings: Settings, out: Path, keep: int, force: bool, as_json: bool) -> None:
-    """Build the pack into ``out/<slug>/<version>``, make it current, say what happened."""
+def publish_artifact(
+    settings: Settings, out: Path, keep: int, force: bool, as_json: bool, to: str = "artifact"
+) -> None:
+    """Build the pack into ``out/<slug>/<version>``, make it current, say what happened;
+    ``to`` postgres: then load that version into PostgreSQL and make it current there."""
     from ep_mcp.publish import publish
 
+    if to == "postgres":
+        from ep_mcp.index.pgconnect import connect, resolve_dsn
+
+        connect(resolve_dsn(settings.index)).close()  # before any build: a bad DSN is news
     done = publish(settings, os.environ, out, keep=keep, force=force)
     m = done.manifest
+    loaded = None
+    if to == "postgres":
+        from ep_mcp.index.pgload import publish_version
+
+        loaded = publish_version(settings.index, done.version_dir, keep)
     if as_json:
         emit_json(
             {
+                **({"postgres": dataclasses.asdict(loaded)} if loaded is not None else {}),
                 "pack": done.slug,
                 "artifact": str(done.version_dir),
                 "unchanged": done.unchanged,
@@ -36,6 +50,13 @@ def publish_artifact(settings: Settings, out: Path, keep: int, force: bool, as_j
             f"model {m.model or 'none'}, {m.index_bytes} bytes in {done.seconds:.2f}s "
             f"→ {done.version_dir}"
         )
+        if loaded is not None:
+            what = "already loaded" if loaded.already else f"loaded in {loaded.seconds:.2f}s"
+            click.echo(
+                f"{done.slug}: version {m.version} {what}, now current on PostgreSQL "
+                f"(schema {loaded.schema})"
+                + (f"; dropped {', '.join(loaded.removed)}" if loaded.removed else "")
+            )
     for warning in done.warnings:
         warn(f"warning: {warning}")
 

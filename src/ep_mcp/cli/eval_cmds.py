@@ -340,9 +340,10 @@ def query_cmd(
 @click.option(
     "--engine",
     "engines",
-    type=click.Choice(["numpy", "sqlite-vec"]),
+    type=click.Choice(["numpy", "sqlite-vec", "postgres"]),
     multiple=True,
-    help="Vector engines to measure (default: both).",
+    help="Engines to measure (default: numpy and sqlite-vec; postgres loads the index into "
+    "the server of index.dsn, from --config).",
 )
 @config_option
 @work_option

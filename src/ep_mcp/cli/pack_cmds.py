@@ -83,6 +83,14 @@ def _open_one(
               help="With --out: versions kept (older ones are deleted).")  # fmt: skip
 @click.option("--force", is_flag=True, help="With --out: publish even when nothing changed.")
 @click.option(
+    "--to",
+    "to",
+    type=click.Choice(["artifact", "postgres"]),
+    default="artifact",
+    show_default=True,
+    help="With --out: also load the version into PostgreSQL (index.dsn) and make it current.",
+)
+@click.option(
     "--check",
     "check",
     type=click.Path(path_type=Path, file_okay=False),
@@ -98,6 +106,7 @@ def index_cmd(
     out: Path | None,
     keep: int,
     force: bool,
+    to: str,
     check: Path | None,
     as_json: bool,
 ) -> None:
@@ -118,9 +127,11 @@ def index_cmd(
         return
     if pack is None:
         raise click.UsageError("missing argument PACK (or use --check DIR)")
+    if to == "postgres" and out is None:
+        raise click.UsageError("--to postgres publishes an artifact first: give --out DIR too")
     settings = pack_settings(pack, provider, index_dir, config)
     if out is not None:
-        artifact_cmds.publish_artifact(settings, out, keep, force, as_json)
+        artifact_cmds.publish_artifact(settings, out, keep, force, as_json, to)
         return
     from ep_mcp.indexing import update_index
 

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -189,8 +189,18 @@ class PartialEmbedding(Exception):
         self.found, self.computed, self.error = found, computed, error
 
 
+class VectorCache(Protocol):
+    """An index's embedding cache as ``embed_texts`` uses it (``Store``, a served version)."""
+
+    read_only: bool
+
+    def cached_vectors(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]: ...
+
+    def try_cache_vectors(self, items: Mapping[str, npt.NDArray[np.float32]]) -> bool: ...
+
+
 def embed_texts(
-    store: Store, embedder: Embedder, texts: Sequence[str]
+    store: VectorCache, embedder: Embedder, texts: Sequence[str]
 ) -> dict[str, npt.NDArray[np.float32]]:
     """text → vector for a few texts outside the chunks (file profiles), through the cache.
 

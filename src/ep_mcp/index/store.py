@@ -200,6 +200,21 @@ class Store(StoreReads):
     def write_problem(self) -> str | None:
         return self.writes.problem
 
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    @property
+    def version(self) -> str | None:
+        """None: an index built in place (an artifact's version is its folder's name)."""
+        return None
+
+    def problems(self) -> list[str]:
+        """Damaged or missing rows awaiting their repair (the next build or backfill)."""
+        repair = self.repair_needed
+        fix = "rebuild it where it is built" if self.read_only else "awaiting repair"
+        return [f"{repair} — {fix}"] if repair else []
+
     # -- writes ------------------------------------------------------------------------------
 
     def clear(self) -> None:

@@ -10,10 +10,10 @@ and so do live file reads (``LiveFiles``): the pipeline reads nothing but throug
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from ep_mcp.index.records import StoredChunk
 
@@ -71,6 +71,51 @@ class ChunkSource(Protocol):
     def embedding_model(self) -> str | None:
         """The embedder the stored vectors were made with (None: lexical only)."""
         ...
+
+
+class ServedIndex(ChunkSource, Protocol):
+    """A pack's index as the runtime and the servers read it: the ``ChunkSource`` of ranking
+    plus what they report and cache. SQLite's ``Store`` is one (it is also the build format);
+    ``index.pgindex.PgIndex`` serves a published version from PostgreSQL. What is constant
+    for a version (features, counts) an engine may cache: a version is never written again.
+    """
+
+    read_only: bool
+
+    def features(self) -> dict[str, Any]:
+        """The build's ``index_features`` (format, embedder, dimension…)."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """files, chunks, vectors, cached, pending."""
+        ...
+
+    def cached_vectors(self, keys: Sequence[str]) -> dict[str, Vector]:
+        """Embedding-cache entries by key (the file-profile vectors come through it)."""
+        ...
+
+    def try_cache_vectors(self, items: Mapping[str, Vector]) -> bool:
+        """Cache vectors if the engine takes writes; False when it did not."""
+        ...
+
+    @property
+    def location(self) -> str:
+        """Where the index is, for messages (a file path, a schema on a server)."""
+        ...
+
+    @property
+    def version(self) -> str | None:
+        """The published version served (None: a live index that builds in place)."""
+        ...
+
+    @property
+    def write_problem(self) -> str | None: ...
+
+    def problems(self) -> list[str]:
+        """What degrades answers now beside writes (a lost server connection, damaged rows)."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class QueryEmbedding(Protocol):

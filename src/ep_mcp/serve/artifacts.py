@@ -21,15 +21,16 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
+from ep_mcp.config import IndexEngine
 from ep_mcp.errors import EpMcpError
 from ep_mcp.index import artifact
-from ep_mcp.index.store import Store
+from ep_mcp.retrieval.source import ServedIndex
 from ep_mcp.runtime import Library, PackRuntime
 
 logger = logging.getLogger(__name__)
 
 
-def _close_store(store: Store, slug: str, version: str | None) -> None:
+def _close_store(store: ServedIndex, slug: str, version: str | None) -> None:
     try:
         store.close()
     except Exception:  # closing must never break the request that dropped the last reference
@@ -50,9 +51,12 @@ class ArtifactWatcher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one poll at a time (the thread, or a test calling in)
+        self._postgres = library.settings.index.engine == IndexEngine.POSTGRES
 
     def artifact_packs(self) -> list[PackRuntime]:
-        return [rt for rt in self.library if rt.config.artifact is not None]
+        """The packs a newer version may replace: artifact packs, and every pack served from
+        PostgreSQL (whose current version is a row there)."""
+        return [rt for rt in self.library if rt.config.artifact is not None or self._postgres]
 
     def start(self) -> None:
         if self.poll_s <= 0 or not self.artifact_packs():
@@ -92,51 +96,79 @@ class ArtifactWatcher:
             self._reap()
             return swapped
 
+    def _target(self, rt: PackRuntime) -> tuple[str, Path | None] | None:
+        """The version ``rt`` should serve and its folder (None: the one it serves)."""
+        folder = artifact.pack_folder(rt.config.artifact, rt.slug) if rt.config.artifact else None
+        if self._postgres:
+            from ep_mcp.index.pgindex import current_version
+
+            name = current_version(self.library.settings.index, rt.slug)
+            if name is None or name == rt.store.version:
+                return None
+            return name, folder / name if folder is not None else None
+        assert folder is not None
+        target = artifact.current_version(folder)
+        if target is None or target.name == artifact.served_version(rt.config):
+            return None
+        return target.name, target
+
     def _refresh(self, rt: PackRuntime) -> bool:
-        assert rt.config.artifact is not None
-        folder = artifact.pack_folder(rt.config.artifact, rt.slug)
         try:
-            target = artifact.current_version(folder)
-        except artifact.ArtifactError as exc:
+            found = self._target(rt)
+        except EpMcpError as exc:  # an unreadable link, a server that does not answer
             self._say(rt.slug, logging.WARNING, str(exc))
             return False
-        if target is None or target.name == artifact.served_version(rt.config):
+        if found is None:
             self._said.pop(rt.slug, None)  # back to normal: a new problem is news again
             return False
-        if target in self._failed:
+        name, target = found
+        key = target if target is not None else Path(name)
+        if key in self._failed:
             return False
         try:
-            new = self._open(rt, target)
+            new = self._open(rt, name, target)
         except EpMcpError as exc:
-            self._failed.add(target)
-            still = artifact.served_version(rt.config)
-            message = f"version {target.name} is not served ({exc}) — still serving {still}"
+            self._failed.add(key)
+            still = rt.store.version or artifact.served_version(rt.config)
+            message = f"version {name} is not served ({exc}) — still serving {still}"
             self._say(rt.slug, logging.ERROR, message)
             return False
         self._said.pop(rt.slug, None)
         self.library.runtimes[rt.slug] = new  # one assignment: the next request sees it
-        old_version = artifact.served_version(rt.config)
+        old_version = rt.store.version or artifact.served_version(rt.config)
         weakref.finalize(rt, _close_store, rt.store, rt.slug, old_version)
         self._retired.append(weakref.ref(rt))
         self.swaps += 1
-        logger.info("pack %s: now serving version %s (was %s)", rt.slug, target.name, old_version)
+        logger.info("pack %s: now serving version %s (was %s)", rt.slug, name, old_version)
         return True
 
-    def _open(self, rt: PackRuntime, version_dir: Path) -> PackRuntime:
+    def _open(self, rt: PackRuntime, name: str, version_dir: Path | None) -> PackRuntime:
         """The new version opened and warmed up beside the old one (which keeps serving)."""
         from ep_mcp.retrieval.types import SearchRequest
 
-        cfg = artifact.served_settings(rt.config, version_dir)
+        cfg = artifact.served_settings(rt.config, version_dir) if version_dir else rt.config
         lib = self.library
-        wanted = artifact.read_manifest(version_dir).model
+        assert lib.settings.home is not None
+        if version_dir is None:  # a pack served from PostgreSQL with its own files
+            new = PackRuntime(
+                cfg, lib.settings, lib.embedder, lib.settings.home, served_version=name
+            )
+            wanted = new.store.embedding_model()
+        else:
+            new = None
+            wanted = artifact.read_manifest(version_dir).model
         have = lib.embedder.name if lib.embedder is not None else None
         if wanted is not None and have is not None and wanted != have:
+            if new is not None:
+                new.close()
             raise artifact.ArtifactError(
                 f"it was built with the model {wanted}, this server embeds queries with "
                 f"{have} — restart the server with the artifact's embedding settings"
             )
-        assert lib.settings.home is not None
-        new = PackRuntime(cfg, lib.settings, lib.embedder, lib.settings.home)
+        if new is None:
+            new = PackRuntime(
+                cfg, lib.settings, lib.embedder, lib.settings.home, served_version=name
+            )
         try:
             new.search(SearchRequest(query="warm up", k=1))  # profiles, vector matrix, pages
         except BaseException:

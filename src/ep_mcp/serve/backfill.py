@@ -69,14 +69,16 @@ class Backfill:
         for rt in self.library:
             if not accepts_calls(rt.embedder):
                 return filled  # the circuit is open: nothing to try before its cool-down
-            before = rt.store.pending_count()
-            if not before and not rt.store.repair_needed:
+            if rt.config.read_only:
+                continue  # a published version (artifact, server): nothing is built here
+            before = rt.sqlite.pending_count()
+            if not before and not rt.sqlite.repair_needed:
                 continue
             told = rt.building.elsewhere
             try:
                 report = rt.backfill()
             except DiskFullError as exc:  # logged once, named by /health, tried again later
-                rt.store.writes.note(str(exc))
+                rt.sqlite.writes.note(str(exc))
                 continue
             except EpMcpError as exc:
                 logger.warning("pack %s: embedding backfill failed (%s)", rt.slug, exc)

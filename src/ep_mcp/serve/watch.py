@@ -112,7 +112,7 @@ class PackWatcher:
             try:
                 report = rt.reload()
             except DiskFullError as exc:  # logged once until a write commits; /health names it
-                rt.store.writes.note(str(exc))
+                rt.sqlite.writes.note(str(exc))
                 continue
             except EpMcpError as exc:
                 logger.warning(

@@ -1,0 +1,289 @@
+"""Publish a built index to PostgreSQL + pgvector: one schema per pack version, flipped current.
+
+SQLite stays the build format (docs/SCALING.md says why): ``ep-mcp index PACK --out DIR --to
+postgres`` publishes the artifact as ever, then loads its ``index.db`` here. In one
+transaction: a fresh schema ``ep_v_<hash of slug and version>`` gets the files, chunks and
+embedding cache (COPY), the vectors (binary COPY into ``vector(dim)``), FTS5's own postings
+(``fts5vocab`` of type ``instance``: see ``pgbm25``) with each row's length and each term's row
+count, then its indexes (HNSW cosine on the vectors, b-trees on the postings); the row counts
+are checked against the manifest and the SQLite file, and the version is recorded. A second,
+short transaction makes it the pack's current version and drops all but the newest ``keep``
+(the current one always stays). Servers poll ``ep_mcp.current`` (``PgIndex.current_version``).
+Nothing a pack brings names a schema: the name is a hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import struct
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from ep_mcp.config import IndexSettings
+from ep_mcp.index.artifact import INDEX, Manifest, check
+from ep_mcp.index.pgconnect import connect, psycopg_module, resolve_dsn
+
+logger = logging.getLogger(__name__)
+
+CONTROL = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE SCHEMA IF NOT EXISTS ep_mcp;
+CREATE TABLE IF NOT EXISTS ep_mcp.versions(
+    slug text NOT NULL, version text NOT NULL, schema_name text NOT NULL UNIQUE,
+    manifest jsonb NOT NULL, loaded_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (slug, version));
+CREATE TABLE IF NOT EXISTS ep_mcp.current(
+    slug text PRIMARY KEY, version text NOT NULL, flipped_at timestamptz NOT NULL DEFAULT now(),
+    FOREIGN KEY (slug, version) REFERENCES ep_mcp.versions(slug, version));
+"""
+
+TABLES = """
+CREATE TABLE meta(key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE files(path text PRIMARY KEY, file_hash text NOT NULL, sidecar_hash text,
+    content_hash text NOT NULL, title text NOT NULL, type text NOT NULL, tags text NOT NULL,
+    doc_id text, info text NOT NULL);
+CREATE TABLE chunks(id integer PRIMARY KEY, path text NOT NULL, chunk_index integer NOT NULL,
+    heading_path text NOT NULL, line_start integer NOT NULL, line_end integer NOT NULL,
+    byte_start integer NOT NULL, byte_end integer NOT NULL, text text NOT NULL,
+    context_prefix text NOT NULL, span_hash text NOT NULL, section text,
+    tokens integer NOT NULL);
+CREATE TABLE embed_cache(key text PRIMARY KEY, vec bytea NOT NULL);
+CREATE TABLE postings(term text NOT NULL, chunk_id integer NOT NULL, tf0 integer NOT NULL,
+    tf1 integer NOT NULL, tf2 integer NOT NULL);
+CREATE TABLE doclen(chunk_id integer PRIMARY KEY, len integer NOT NULL);
+CREATE TABLE terms(term text PRIMARY KEY, df integer NOT NULL);
+"""
+
+FILE_COLUMNS = "path, file_hash, sidecar_hash, content_hash, title, type, tags, doc_id, info"
+CHUNK_COLUMNS = (
+    "id, path, chunk_index, heading_path, line_start, line_end, byte_start, byte_end, text, "
+    "context_prefix, span_hash, section, tokens"
+)
+HNSW_BUILD_MEMORY = "1GB"  # for the load: HNSW is ~2 KB per 384-d chunk, so ~500k chunks fit
+
+
+def schema_name(slug: str, version: str) -> str:
+    """The schema of one pack version: a hash, so no slug or version text reaches SQL."""
+    digest = hashlib.sha256(f"{slug}\0{version}".encode()).hexdigest()[:24]
+    return f"ep_v_{digest}"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What a load did."""
+
+    slug: str
+    version: str
+    schema: str
+    chunks: int
+    vectors: int
+    postings: int
+    seconds: float
+    already: bool  # the version was loaded before: only the flip ran
+    removed: tuple[str, ...] = ()
+
+
+def publish_version(settings: IndexSettings, version_dir: Path, keep: int = 3) -> Loaded:
+    """Load an artifact version (checked first) and make it the pack's current version."""
+    manifest = check(version_dir)
+    return load_index(settings, version_dir / INDEX, manifest, keep)
+
+
+def load_index(settings: IndexSettings, index: Path, manifest: Manifest, keep: int = 3) -> Loaded:
+    """Load the SQLite ``index`` as ``manifest``'s version (unless it is loaded already) and
+    make it the pack's current version; ``manifest.chunks`` is checked against the rows."""
+    started = time.perf_counter()
+    with connect(resolve_dsn(settings), "index.dsn") as conn:
+        conn.execute(CONTROL)
+        schema = schema_name(manifest.slug, manifest.version)
+        row = conn.execute(
+            "SELECT schema_name FROM ep_mcp.versions WHERE slug=%s AND version=%s",
+            (manifest.slug, manifest.version),
+        ).fetchone()
+        loaded_before = (manifest.chunks, -1, -1)  # chunks, vectors, postings (-1: not now)
+        counts = _load(conn, index, manifest, schema) if row is None else loaded_before
+        removed = flip(conn, manifest.slug, manifest.version, keep)
+    return Loaded(
+        manifest.slug,
+        manifest.version,
+        schema,
+        *counts,
+        time.perf_counter() - started,
+        already=row is not None,
+        removed=tuple(removed),
+    )
+
+
+def flip(conn: Any, slug: str, version: str, keep: int) -> list[str]:
+    """Make ``version`` current and drop all but the newest ``keep`` versions, in one
+    transaction; returns the versions dropped."""
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO ep_mcp.current(slug, version) VALUES(%s, %s) ON CONFLICT(slug) "
+            "DO UPDATE SET version=excluded.version, flipped_at=now()",
+            (slug, version),
+        )
+        rows = conn.execute(
+            "SELECT version, schema_name FROM ep_mcp.versions WHERE slug=%s "
+            "ORDER BY loaded_at DESC, version DESC",
+            (slug,),
+        ).fetchall()
+        old = [(v, s) for i, (v, s) in enumerate(rows) if i >= keep and v != version]
+        for v, s in old:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{s}" CASCADE')
+            conn.execute("DELETE FROM ep_mcp.versions WHERE slug=%s AND version=%s", (slug, v))
+    return [v for v, _ in old]
+
+
+def _open_sqlite(index: Path) -> apsw.Connection:
+    """The artifact's index, read-only (a version is never written again)."""
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    return apsw.Connection(f"file:{index}?immutable=1", flags=flags)
+
+
+def _load(conn: Any, index: Path, manifest: Manifest, schema: str) -> tuple[int, int, int]:
+    """Copy one version into ``schema`` and check it, in one transaction."""
+    src = _open_sqlite(index)
+    try:
+        features = _features(src)
+        dim = features.get("dimension")
+        with conn.transaction():
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # a load that died
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+            conn.execute(f'SET LOCAL search_path TO "{schema}", public')
+            conn.execute(TABLES)
+            if dim:
+                conn.execute(
+                    "CREATE TABLE vectors(chunk_id integer PRIMARY KEY, "
+                    f"vec vector({int(dim)}) NOT NULL)"
+                )
+            _copy_rows(conn, "meta", "key, value", src.execute("SELECT key, value FROM meta"))
+            _copy_rows(
+                conn, "files", FILE_COLUMNS, src.execute(f"SELECT {FILE_COLUMNS} FROM files")
+            )
+            _copy_rows(
+                conn, "chunks", CHUNK_COLUMNS, src.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks")
+            )
+            _copy_rows(
+                conn, "embed_cache", "key, vec", src.execute("SELECT key, vec FROM embed_cache")
+            )
+            vectors = _copy_vectors(conn, src, int(dim)) if dim else 0
+            postings = _copy_postings(conn, src)
+            conn.execute(
+                "INSERT INTO doclen SELECT chunk_id, sum(tf0 + tf1 + tf2) FROM postings "
+                "GROUP BY chunk_id"
+            )
+            conn.execute("INSERT INTO terms SELECT term, count(*) FROM postings GROUP BY term")
+            conn.execute("CREATE INDEX postings_term ON postings(term)")
+            conn.execute("CREATE INDEX chunks_path ON chunks(path)")
+            if dim:  # the graph built in memory (pgvector's default 64 MB spills to disk)
+                conn.execute(f"SET LOCAL maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
+                conn.execute(
+                    "CREATE INDEX vectors_hnsw ON vectors USING hnsw (vec vector_cosine_ops)"
+                )
+            pending = _one(src, "SELECT count(*) FROM pending_vectors")
+            chunks = _one(conn, "SELECT count(*) FROM chunks")
+            _check_counts(conn, src, manifest, chunks, vectors)
+            total = _one(conn, "SELECT coalesce(sum(len), 0) FROM doclen")
+            stats = {"rows": chunks, "tokens": total, "pending": pending, "vectors": vectors}
+            conn.execute("INSERT INTO meta VALUES('pg_stats', %s)", (json.dumps(stats),))
+            conn.execute(
+                "INSERT INTO ep_mcp.versions(slug, version, schema_name, manifest) "
+                "VALUES(%s, %s, %s, %s)",
+                (manifest.slug, manifest.version, schema, json.dumps(manifest.to_dict())),
+            )
+        conn.execute(f'ANALYZE "{schema}".postings, "{schema}".chunks')
+    finally:
+        src.close()
+    logger.info("pack %s: version %s loaded into %s", manifest.slug, manifest.version, schema)
+    return chunks, vectors, postings
+
+
+def _features(src: apsw.Connection) -> dict[str, Any]:
+    rows = src.execute("SELECT value FROM meta WHERE key='index_features'").fetchall()
+    return dict(json.loads(str(rows[0][0]))) if rows else {}
+
+
+def _one(conn: Any, sql: str) -> int:
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _check_counts(
+    conn: Any, src: apsw.Connection, manifest: Manifest, chunks: int, vectors: int
+) -> None:
+    from ep_mcp.index.artifact import ArtifactError
+
+    want = {
+        "chunks": (manifest.chunks, chunks),
+        "files": (
+            _one(src, "SELECT count(*) FROM files"),
+            _one(conn, "SELECT count(*) FROM files"),
+        ),
+        "vectors": (_one(src, "SELECT count(*) FROM vectors"), vectors),
+    }
+    wrong = {k: v for k, v in want.items() if v[0] != v[1]}
+    if wrong:
+        said = ", ".join(f"{k} {a} expected, {b} loaded" for k, (a, b) in wrong.items())
+        raise ArtifactError(
+            f"version {manifest.version} of pack '{manifest.slug}' did not load whole ({said}) "
+            "— nothing was published; check the artifact with `ep-mcp index --check DIR`"
+        )
+
+
+def _copy_rows(conn: Any, table: str, columns: str, rows: Iterator[Any]) -> None:
+    with conn.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def _copy_vectors(conn: Any, src: apsw.Connection, dim: int) -> int:
+    """The vectors in PostgreSQL's binary COPY format (pgvector's ``vector_recv``: int16 dim,
+    int16 0, then big-endian float4s): no float ever goes through text."""
+    import numpy as np
+
+    head = struct.Struct(">hiiihh")  # fields, len, id, len, dim, unused
+    count = 0
+    with conn.cursor().copy("COPY vectors (chunk_id, vec) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
+        batch: list[bytes] = []
+        for cid, blob in src.execute("SELECT chunk_id, vec FROM vectors ORDER BY chunk_id"):
+            vec = np.frombuffer(blob, dtype="<f4")
+            if len(vec) != dim:
+                continue  # a damaged row: the count check below refuses the version
+            batch.append(
+                head.pack(2, 4, int(cid), 4 + 4 * dim, dim, 0) + vec.astype(">f4").tobytes()
+            )
+            count += 1
+            if len(batch) >= 2000:
+                copy.write(b"".join(batch))
+                batch.clear()
+        copy.write(b"".join(batch) + struct.pack(">h", -1))
+    return count
+
+
+def _copy_postings(conn: Any, src: apsw.Connection) -> int:
+    """FTS5's own postings: (term, chunk, tokens in text, title, headings) per term and row."""
+    src.execute("CREATE VIRTUAL TABLE temp.ep_vocab USING fts5vocab(main, chunks_fts, instance)")
+    sql = (
+        "SELECT term, doc, sum(col = 'text'), sum(col = 'title'), sum(col = 'headings') "
+        "FROM temp.ep_vocab GROUP BY term, doc"
+    )
+    count = 0
+    with conn.cursor().copy("COPY postings (term, chunk_id, tf0, tf1, tf2) FROM STDIN") as copy:
+        for row in src.execute(sql):
+            copy.write_row(row)
+            count += 1
+    return count
+
+
+def psycopg_ready() -> None:
+    """Raise the friendly error when psycopg is not installed."""
+    psycopg_module()
