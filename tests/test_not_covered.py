@@ -146,3 +146,26 @@ def test_the_cli_withholds_an_uncovered_question_and_shows_it_when_asked(
     _withheld(json.loads(search(OFF_TOPIC, "--json").stdout), hint=False)
     _withheld(json.loads(search(UNCOVERED, "--json").stdout), hint=True)
     _shown(json.loads(search(UNCOVERED, "--json", "--include-low-confidence").stdout))
+
+
+IN_PASSING = "how do I index a folder of markdown files I keep in Obsidian"  # Obsidian: unknown
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue #18 build 4, not met: one unknown product named in passing withholds a "
+    "question the pack answers (`unknown_names`; docs/BENCHMARKS.md, fourth round)",
+)
+def test_a_question_naming_one_unknown_product_in_passing_is_not_withheld(
+    docs_pack: tuple[Path, dict[str, str]],
+) -> None:
+    pack, env = docs_pack
+    runner = CliRunner()
+
+    def answer(query: str) -> Any:
+        args = ["search", str(pack), query, "--json"]
+        return json.loads(runner.invoke(main, args, env=env, catch_exceptions=False).stdout)
+
+    plain = answer("how do I index a folder of markdown files")
+    assert plain["covered"] and plain["results"]  # the pack answers the question itself
+    assert answer(IN_PASSING)["covered"]  # and still does with a product named in passing
