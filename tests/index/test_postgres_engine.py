@@ -400,3 +400,37 @@ def test_a_pack_served_from_its_path_follows_the_current_version_on_postgres(
         assert any(NEW_WORD in h.text for h in rt.search(SearchRequest(NEW_WORD, k=3)).hits)
     finally:
         lib.close()
+
+
+def test_a_version_built_with_embedding_windows_is_refused_in_one_line(
+    tmp_path: Path, make_pack: Any, postgres_dsn: str
+) -> None:
+    """The engine reads one vector a chunk: a version whose long chunks have later windows
+    would be served without them, so it is refused before anything is loaded."""
+    import apsw
+
+    from ep_mcp.index.artifact import ArtifactError, check
+    from ep_mcp.index.pgload import load_index
+
+    published = publish_pack(
+        make_pack(GARDEN, name="garden"), tmp_path / "home", tmp_path / "out", "hashing"
+    )
+    manifest = check(published.version_dir)
+    index = tmp_path / "windowed.db"
+    shutil.copy(published.version_dir / "index.db", index)
+    conn = apsw.Connection(str(index))
+    chunk_id, vec = conn.execute("SELECT chunk_id, vec FROM vectors LIMIT 1").fetchall()[0]
+    conn.execute(
+        "INSERT INTO chunk_windows(chunk_id, position, vec) VALUES (?, 1, ?)", (chunk_id, vec)
+    )
+    conn.close()
+    dsn = fresh_database(postgres_dsn)
+    pg = settings_for(tmp_path / "home", "hashing", index={"engine": "postgres", "dsn": dsn})
+    with pytest.raises(ArtifactError, match="embedding windows.*index.embed_windows: false"):
+        load_index(pg.index, index, manifest)
+    with psycopg.connect(dsn) as conn_pg:
+        loaded = conn_pg.execute("SELECT to_regclass('ep_mcp.versions') IS NOT NULL").fetchone()[0]
+        versions = (
+            conn_pg.execute("SELECT count(*) FROM ep_mcp.versions").fetchone()[0] if loaded else 0
+        )
+    assert versions == 0

@@ -27,7 +27,7 @@ from typing import Any
 import apsw
 
 from ep_mcp.config import IndexSettings
-from ep_mcp.index.artifact import INDEX, Manifest, check
+from ep_mcp.index.artifact import INDEX, ArtifactError, Manifest, check
 from ep_mcp.index.pgconnect import connect, psycopg_module, resolve_dsn
 
 logger = logging.getLogger(__name__)
@@ -154,6 +154,11 @@ def _load(conn: Any, index: Path, manifest: Manifest, schema: str) -> tuple[int,
     try:
         features = _features(src)
         dim = features.get("dimension")
+        if _one_sqlite(src, "SELECT count(*) FROM chunk_windows"):
+            raise ArtifactError(
+                f"{manifest.slug}: this version was built with embedding windows, which the "
+                "postgres engine does not serve yet — rebuild it with index.embed_windows: false"
+            )
         with conn.transaction():
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # a load that died
             conn.execute(f'CREATE SCHEMA "{schema}"')
@@ -211,6 +216,11 @@ def _features(src: apsw.Connection) -> dict[str, Any]:
     return dict(json.loads(str(rows[0][0]))) if rows else {}
 
 
+def _one_sqlite(src: apsw.Connection, sql: str) -> int:
+    rows = src.execute(sql).fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
 def _one(conn: Any, sql: str) -> int:
     row = conn.execute(sql).fetchone()
     return int(row[0]) if row and row[0] is not None else 0
@@ -219,8 +229,6 @@ def _one(conn: Any, sql: str) -> int:
 def _check_counts(
     conn: Any, src: apsw.Connection, manifest: Manifest, chunks: int, vectors: int
 ) -> None:
-    from ep_mcp.index.artifact import ArtifactError
-
     want = {
         "chunks": (manifest.chunks, chunks),
         "files": (
