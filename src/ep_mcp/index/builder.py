@@ -281,11 +281,13 @@ def build_index(
                 store.clear()
             store.remove_files(removed)
             store.fill_pending(filled)
-            for doc in changed:
-                store.write_file(
+            store.write_files(
+                (
                     _file_write(doc, chunked[doc.path], embedder, vectors, count_tokens),
-                    new=rebuild or doc.path not in states,
+                    rebuild or doc.path not in states,
                 )
+                for doc in changed
+            )
             store.finish_build(features)
     pending = store.pending_count() if embedder is not None else 0
     report = BuildReport(

@@ -58,7 +58,8 @@ class WordPieceCounter:
         if len(known) > self._max_cached:
             known = self._known = self._fresh()
         pieces = [_PIECES.findall(t) for t in texts]
-        new = {p for found in pieces for p in found if p not in known}
+        new = set().union(*pieces)
+        new.difference_update(known.keys())
         if new:
             known.update(self._counted(sorted(new)))
         get = known.__getitem__
