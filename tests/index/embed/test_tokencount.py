@@ -56,4 +56,3 @@ def test_a_full_memory_starts_afresh_and_counts_stay_exact() -> None:
 )
 def test_any_text_is_counted_like_the_tokenizer(text: str) -> None:
     assert WordPieceCounter(_counting_tokenizer()).count(text) == _exact([text])[0]
-
