@@ -46,6 +46,7 @@ class BuildReport:
     embedding_error: str | None = None  # why they wait (the provider's failure)
     repaired: int = 0  # damaged or missing vectors embedded again
     repaired_files: int = 0  # files indexed again because chunk rows of theirs were missing
+    cpu_seconds: float = 0.0  # CPU time of the process during the build (all its threads)
 
 
 def features_for(
@@ -228,7 +229,7 @@ def build_index(
     every other chunk is committed pending, for a later build (the server's backfill) to
     embed. ``observer`` hears (done, total) of the embedding as it goes.
     """
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     counter, count_tokens = count_tokens, _memo(count_tokens)
     if embedder is not None and not lexical_first:
         settle(embedder)  # vectors will be made: the model is the one the features name
@@ -304,6 +305,7 @@ def build_index(
         embedding_error=str(error) if error is not None and pending else None,
         repaired=sum(cid in filled for cid in queued),
         repaired_files=len(redo),
+        cpu_seconds=time.process_time() - cpu_started,
     )
     logger.info(
         "indexed %s: %d files, %d changed, %d removed, %d chunks, %d embedded (%.2fs)",
