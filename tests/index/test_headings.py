@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,3 +81,16 @@ def test_the_abstracts_of_a_beir_set_are_flat_and_read_alike() -> None:
     assert is_flat(body)
     assert _flat_headings(body, 0) == _parsed_headings(body, 0)
     assert [h.title for h in _flat_headings(body, 0)] == ["The title: a study (2010)"]
+
+
+def test_serving_and_flat_bodies_do_not_import_the_markdown_parser() -> None:
+    # a restart with nothing changed parses no file: the parser's import (~50 modules) waits
+    code = (
+        "import sys\n"
+        "import ep_mcp.opening, ep_mcp.serve.app, ep_mcp.serve.mcp_server\n"
+        "from ep_mcp.index.headings import _flat_headings\n"
+        "assert _flat_headings('# Title\\n\\ntext\\n', 0)[0].title == 'Title'\n"
+        "print('markdown_it' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

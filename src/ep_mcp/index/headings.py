@@ -16,11 +16,12 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-
-from markdown_it import MarkdownIt
-from markdown_it.common.utils import mdTrim
+from typing import TYPE_CHECKING
 
 from ep_mcp.packs.models import Document
+
+if TYPE_CHECKING:  # imported on the first structured file: a restart with no change parses none
+    from markdown_it import MarkdownIt
 
 # A line that could open a block other than a paragraph or an ATX heading (or be an underline);
 # line breaks markdown-it and ``str.splitlines`` count differently, and the NUL it replaces.
@@ -50,6 +51,8 @@ class Heading:
 def _parser() -> MarkdownIt:
     """Block structure only: a heading's title is its inline token's raw content, so the
     inline pass (half of the parse time) is skipped."""
+    from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark").disable("inline")
 
 
@@ -91,7 +94,7 @@ def _flat_headings(body: str, offset: int) -> list[Heading]:
         bare = rest.rstrip("#")
         if bare and bare[-1] in " \t":
             rest = bare
-        title = mdTrim(rest).strip()
+        title = rest.strip()  # markdown-it trims CommonMark's spaces: all are str.isspace
         found.append(Heading(len(match.group(1)), title, line_of(at) + 1 + offset))
     return found
 
