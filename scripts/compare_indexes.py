@@ -26,7 +26,7 @@ def _rows(db: apsw.Connection, sql: str) -> Iterator[tuple[object, ...]]:
 
 def _queries(db: apsw.Connection) -> dict[str, str]:
     have = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    found = {t: f"SELECT * FROM {t} ORDER BY 1" for t in TABLES if t in have}  # noqa: S608
+    found = {t: f"SELECT * FROM {t} ORDER BY 1" for t in TABLES if t in have}
     found["meta"] = "SELECT key, value FROM meta ORDER BY key"
     found["chunks_fts"] = "SELECT rowid, text, title, headings FROM chunks_fts ORDER BY rowid"
     db.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, chunks_fts, instance)")
