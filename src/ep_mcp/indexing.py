@@ -30,7 +30,7 @@ def update_index(settings: Settings) -> IndexOutcome:
     from ep_mcp import __version__
     from ep_mcp.index import fastcheck
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     cfg, home = settings.packs[0], settings.home
     if home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME")
@@ -48,6 +48,7 @@ def update_index(settings: Settings) -> IndexOutcome:
             "repaired_files": 0,
             "rebuilt": False,
             "seconds": time.perf_counter() - started,
+            "cpu_seconds": time.process_time() - cpu_started,
         }
         return IndexOutcome(state.slug, state.index, report, tuple(state.warnings))
     from ep_mcp.opening import open_library  # numpy, the stores, the model: only when building

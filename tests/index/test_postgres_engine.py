@@ -426,7 +426,7 @@ def test_a_version_built_with_embedding_windows_is_refused_in_one_line(
     conn.close()
     dsn = fresh_database(postgres_dsn)
     pg = settings_for(tmp_path / "home", "hashing", index={"engine": "postgres", "dsn": dsn})
-    with pytest.raises(ArtifactError, match="embedding windows.*index.embed_windows: false"):
+    with pytest.raises(ArtifactError, match=r"embedding windows.*index\.embed_windows: false"):
         load_index(pg.index, index, manifest)
     with psycopg.connect(dsn) as conn_pg:
         loaded = conn_pg.execute("SELECT to_regclass('ep_mcp.versions') IS NOT NULL").fetchone()[0]

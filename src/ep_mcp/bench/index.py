@@ -5,7 +5,9 @@ its own index folder, so the first build starts with an empty embedding cache:
 
 1. full build — no index, no cache;
 2. no-change re-index — the median of a few runs (and the fastest);
-3. one-file change — one line appended to one file's body, then re-index.
+3. one-file change — one line appended to one file's body, then re-index;
+4. the non-embedding build — a fresh index with ``--provider none``: reading, parsing,
+   chunking, token counting and writing, without the model (the median of ``runs``).
 
 Peak memory is the largest resident set of those child processes (``getrusage`` of children).
 The machine's load average is reported with the numbers: this is a shared machine.
@@ -108,6 +110,7 @@ def bench_index(
         handle.write(EDIT)
     one = _run(args, child_env)
     served = _first_answers(copy, work / "served", child_env, provider, query) if query else {}
+    words = _words_only(copy, work, child_env, runs)
 
     return {
         **served,
@@ -130,11 +133,36 @@ def bench_index(
         "one_file_change_in_process_s": round(float(one.report.get("seconds", 0.0)), 3),
         "one_file_changed_file": str(target.relative_to(copy)),
         "one_file_embedded": one.report.get("embedded"),
+        **words,
         "peak_rss_mb": round(peak_kb / 1024, 1),
         "cpus": os.cpu_count(),
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "python": sys.version.split()[0],
+    }
+
+
+def _words_only(copy: Path, work: Path, env: Mapping[str, str], runs: int) -> dict[str, Any]:
+    """A fresh build with no embedding provider, ``runs`` times: what a build costs around the
+    model (the median; in process: the build alone, without Python's start and the imports)."""
+    done: list[Run] = []
+    for i in range(max(1, runs)):
+        index = work / f"words-index-{i}"
+        done.append(
+            _run(
+                ["index", str(copy), "--index-dir", str(index), "--json", "--provider", "none"], env
+            )
+        )
+        shutil.rmtree(index, ignore_errors=True)
+    median = statistics.median
+    return {
+        "words_build_s": round(median(r.wall_s for r in done), 3),
+        "words_build_cpu_s": round(median(r.cpu_s for r in done), 3),
+        "words_build_in_process_s": round(median(float(r.report["seconds"]) for r in done), 3),
+        "words_build_in_process_cpu_s": round(
+            median(float(r.report.get("cpu_seconds", 0.0)) for r in done), 3
+        ),
+        "words_build_runs": len(done),
     }
 
 
@@ -217,6 +245,11 @@ def render(result: Mapping[str, Any]) -> str:
             f"(cpu {result['one_file_change_cpu_s']:.2f} s; "
             f"{result['one_file_embedded']} embedded, "
             f"{result['one_file_changed_file']})",
+            f"  words only        {result['words_build_s']:>8.2f} s  "
+            f"(cpu {result['words_build_cpu_s']:.2f} s; in process "
+            f"{result['words_build_in_process_s']:.2f} s, cpu "
+            f"{result['words_build_in_process_cpu_s']:.2f} s; --provider none, median of "
+            f"{result['words_build_runs']})",
             *_served_lines(result),
             f"  peak memory       {result['peak_rss_mb']:>8.1f} MB",
             f"  machine           {result['cpus']} CPUs, load "

@@ -51,6 +51,7 @@ class BuildReport:
     repaired: int = 0  # damaged or missing vectors embedded again
     repaired_files: int = 0  # files indexed again because chunk rows of theirs were missing
     windows: int = 0  # later embedding windows of long chunks in the index
+    cpu_seconds: float = 0.0  # CPU time of the process during the build (all its threads)
 
 
 def features_for(
@@ -248,7 +249,7 @@ def build_index(
     model's window (None, the default: every chunk is embedded whole, the model reading its
     head only; ``index.embed_windows``).
     """
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     counter, count_tokens = count_tokens, _memo(count_tokens)
     if embedder is not None and not lexical_first:
         settle(embedder)  # vectors will be made: the model is the one the features name
@@ -308,11 +309,13 @@ def build_index(
                 store.clear()
             store.remove_files(removed)
             store.fill_pending(filled, filled_windows)
-            for doc in changed:
-                store.write_file(
+            store.write_files(
+                (
                     _file_write(doc, chunked[doc.path], embedder, vectors, count_tokens, plans),
-                    new=rebuild or doc.path not in states,
+                    rebuild or doc.path not in states,
                 )
+                for doc in changed
+            )
             store.finish_build(features)
     pending = store.pending_count() if embedder is not None else 0
     counts = store.counts()
@@ -333,6 +336,7 @@ def build_index(
         repaired=sum(cid in filled for cid in queued),
         repaired_files=len(redo),
         windows=store.window_count(),
+        cpu_seconds=time.process_time() - cpu_started,
     )
     logger.info(
         "indexed %s: %d files, %d changed, %d removed, %d chunks, %d embedded (%.2fs)",

@@ -8,16 +8,15 @@ it is prepended to what is embedded and lexically indexed, never to what is retu
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
-from markdown_it import MarkdownIt
-
+from ep_mcp.index.headings import Heading, HeadingPaths, find_headings
 from ep_mcp.packs.models import Document
+
+__all__ = ["Chunk", "Heading", "HeadingPaths", "chunk_document", "find_headings", "whole_text"]
 
 TokenCounter = Callable[[str], int]
 
@@ -43,66 +42,12 @@ class Chunk:
         return f"{self.context_prefix}\n\n{self.text}" if self.context_prefix else self.text
 
 
-@dataclass(frozen=True)
-class Heading:
-    level: int
-    title: str
-    line: int  # 1-based raw-file line of the heading
-
-
-@lru_cache(maxsize=1)
-def _parser() -> MarkdownIt:
-    """Block structure only: a heading's title is its inline token's raw content, so the
-    inline pass (half of the parse time) is skipped."""
-    return MarkdownIt("commonmark").disable("inline")
-
-
-def find_headings(doc: Document) -> list[Heading]:
-    """Headings of the body (code fences excluded), with raw-file line numbers."""
-    body = doc.body
-    tokens = _parser().parse(body)
-    offset = doc.body_line - 1
-    # markdown-it counts only \n, \r\n and \r as line breaks; `str.splitlines` (which the
-    # line ranges here use) also breaks at \f, \x1c, U+2028 ...: map one count to the other.
-    starts = [0] + [
-        i + 1 for i, line in enumerate(body.splitlines(keepends=True)) if line[-1:] in "\n\r"
-    ]
-    found: list[Heading] = []
-    for i, tok in enumerate(tokens):
-        if tok.type == "heading_open" and tok.map is not None:
-            title = tokens[i + 1].content.strip() if i + 1 < len(tokens) else ""
-            line = starts[min(tok.map[0], len(starts) - 1)]
-            found.append(Heading(int(tok.tag[1]), title, line + 1 + offset))
-    return found
-
-
 def _line_offsets(lines: Sequence[str]) -> list[int]:
     """Byte offset of the start of each line, plus the file's length at the end."""
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line.encode("utf-8")))
     return offsets
-
-
-class HeadingPaths:
-    """The chain of headings (outermost first) in force at any raw-file line, worked out once
-    per file: one pass over the headings, then a bisect per lookup (a file of 150,000
-    headings chunks in linear time, not quadratic)."""
-
-    def __init__(self, headings: Sequence[Heading]) -> None:
-        self._lines: list[int] = []
-        self._paths: list[tuple[str, ...]] = []
-        stack: list[Heading] = []
-        for h in headings:
-            while stack and stack[-1].level >= h.level:
-                stack.pop()
-            stack.append(h)
-            self._lines.append(h.line)
-            self._paths.append(tuple(x.title for x in stack))
-
-    def at(self, line: int) -> tuple[str, ...]:
-        found = bisect.bisect_right(self._lines, line)
-        return self._paths[found - 1] if found else ()
 
 
 def _span(

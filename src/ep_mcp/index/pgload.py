@@ -218,7 +218,8 @@ def _features(src: apsw.Connection) -> dict[str, Any]:
 
 def _one_sqlite(src: apsw.Connection, sql: str) -> int:
     rows = src.execute(sql).fetchall()
-    return int(rows[0][0]) if rows else 0
+    value = rows[0][0] if rows else 0
+    return value if isinstance(value, int) else 0
 
 
 def _one(conn: Any, sql: str) -> int:

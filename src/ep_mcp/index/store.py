@@ -246,54 +246,50 @@ class Store(StoreReads):
     def write_file(self, item: FileWrite, *, new: bool = False) -> None:
         """Replace one file's record, chunks, lexical rows and vectors (``new``: the index
         holds nothing of the file yet, so there is nothing to remove first)."""
-        rec = item.record
-        if not new:
-            self.remove_files([rec.path])
-        self._conn.execute(
+        self.write_files([(item, new)])
+
+    def write_files(self, items: Iterable[tuple[FileWrite, bool]]) -> None:
+        """:meth:`write_file` for many files: the rows of consecutive new files go in together,
+        one prepared statement per table (chunk ids given as SQLite would have given them:
+        one past the largest)."""
+        batch = _RowBatch(self._next_chunk_id())
+        for item, new in items:
+            if not new:
+                self._flush(batch)
+                self.remove_files([item.record.path])
+                batch = _RowBatch(self._next_chunk_id())
+            ids = batch.add(item)
+            for i, cid in enumerate(ids):
+                if i in item.pending:
+                    batch.pending.append((cid,))
+                elif item.vectors is not None:
+                    batch.vectors.append((cid, item.vectors[i], item.windows.get(i)))
+        self._flush(batch)
+
+    def _next_chunk_id(self) -> int:
+        rows = self._conn.execute("SELECT max(id) FROM chunks").fetchall()
+        return int(rows[0][0] or 0) + 1
+
+    def _flush(self, batch: _RowBatch) -> None:
+        conn = self._conn
+        conn.executemany(
             "INSERT INTO files(path, file_hash, sidecar_hash, content_hash, title, type, tags, "
             "doc_id, info) VALUES(?,?,?,?,?,?,?,?,?)",
-            (
-                rec.path,
-                rec.file_hash,
-                rec.sidecar_hash,
-                rec.content_hash,
-                rec.title,
-                rec.type,
-                json.dumps(list(rec.tags)),
-                rec.doc_id,
-                json.dumps({**rec.info, "chunks": len(item.chunks)}, default=str),
-            ),
+            batch.files,
         )
-        for i, ch in enumerate(item.chunks):
-            cursor = self._conn.execute(
-                "INSERT INTO chunks(path, chunk_index, heading_path, line_start, line_end, "
-                "byte_start, byte_end, text, context_prefix, span_hash, section, tokens) "
-                "VALUES(?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-                (
-                    ch.path,
-                    ch.chunk_index,
-                    json.dumps(list(ch.heading_path)),
-                    ch.line_range[0],
-                    ch.line_range[1],
-                    ch.byte_range[0],
-                    ch.byte_range[1],
-                    ch.text,
-                    ch.context_prefix,
-                    ch.span_hash,
-                    ch.section,
-                    ch.tokens,
-                ),
-            )
-            cid = int(cursor.fetchall()[0][0])
-            lexical_text = f"{ch.context_prefix}\n\n{ch.text}" if ch.context_prefix else ch.text
-            self._conn.execute(
-                "INSERT INTO chunks_fts(rowid, text, title, headings) VALUES(?,?,?,?)",
-                (cid, lexical_text, rec.title, " ".join(ch.heading_path)),
-            )
-            if i in item.pending:
-                self._conn.execute("INSERT INTO pending_vectors(chunk_id) VALUES(?)", (cid,))
-            elif item.vectors is not None:
-                self._insert_vector(cid, item.vectors[i], item.windows.get(i))
+        conn.executemany(
+            "INSERT INTO chunks(id, path, chunk_index, heading_path, line_start, line_end, "
+            "byte_start, byte_end, text, context_prefix, span_hash, section, tokens) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            batch.chunks,
+        )
+        conn.executemany(
+            "INSERT INTO chunks_fts(rowid, text, title, headings) VALUES(?,?,?,?)", batch.lexical
+        )
+        conn.executemany("INSERT INTO pending_vectors(chunk_id) VALUES(?)", batch.pending)
+        for cid, vec, windows in batch.vectors:
+            self._insert_vector(cid, vec, windows)
+        batch.clear()
 
     def _insert_vector(
         self,
@@ -433,3 +429,61 @@ def _key_dimension(key: str) -> int:
     """The dimension in an embedding-cache key (``model|dimension|digest``), 0 if none."""
     parts = key.split("|")
     return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
+
+
+_INFO_JSON = json.JSONEncoder(default=str).encode  # one encoder, not one per file
+
+
+class _RowBatch:
+    """Rows of consecutive files waiting to be written, chunk ids counted from ``next_id``."""
+
+    def __init__(self, next_id: int) -> None:
+        self.next_id = next_id
+        self.files: list[tuple[Any, ...]] = []
+        self.chunks: list[tuple[Any, ...]] = []
+        self.lexical: list[tuple[Any, ...]] = []
+        self.pending: list[tuple[int]] = []
+        self.vectors: list[tuple[int, npt.NDArray[np.float32], npt.NDArray[np.float32] | None]] = []
+
+    def add(self, item: FileWrite) -> range:
+        rec = item.record
+        self.files.append(
+            (
+                rec.path,
+                rec.file_hash,
+                rec.sidecar_hash,
+                rec.content_hash,
+                rec.title,
+                rec.type,
+                json.dumps(list(rec.tags)),
+                rec.doc_id,
+                _INFO_JSON({**rec.info, "chunks": len(item.chunks)}),
+            )
+        )
+        ids = range(self.next_id, self.next_id + len(item.chunks))
+        self.next_id = ids.stop
+        for cid, ch in zip(ids, item.chunks, strict=True):
+            self.chunks.append(
+                (
+                    cid,
+                    ch.path,
+                    ch.chunk_index,
+                    json.dumps(list(ch.heading_path)),
+                    ch.line_range[0],
+                    ch.line_range[1],
+                    ch.byte_range[0],
+                    ch.byte_range[1],
+                    ch.text,
+                    ch.context_prefix,
+                    ch.span_hash,
+                    ch.section,
+                    ch.tokens,
+                )
+            )
+            lexical_text = f"{ch.context_prefix}\n\n{ch.text}" if ch.context_prefix else ch.text
+            self.lexical.append((cid, lexical_text, rec.title, " ".join(ch.heading_path)))
+        return ids
+
+    def clear(self) -> None:
+        for rows in (self.files, self.chunks, self.lexical, self.pending, self.vectors):
+            rows.clear()

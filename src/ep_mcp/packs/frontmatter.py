@@ -35,6 +35,8 @@ class Frontmatter:
 
 def split_frontmatter(text: str) -> tuple[str | None, int]:
     """Return (YAML text or None, 1-based line where the body starts)."""
+    if not text.startswith("---"):  # no opening line (most files): no need to split the text
+        return None, 1
     lines = text.splitlines(keepends=True)
     if not lines or not _OPEN.fullmatch(lines[0]):
         return None, 1
@@ -49,6 +51,8 @@ UNCLOSED = "frontmatter opened at line 1 is never closed (end it with a `---` li
 
 def is_unclosed(text: str) -> bool:
     """The text opens a frontmatter block at line 1 and never closes it."""
+    if not text.startswith("---"):
+        return False
     lines = text.splitlines(keepends=True)
     opens = bool(lines) and _OPEN.fullmatch(lines[0]) is not None
     return opens and split_frontmatter(text)[0] is None

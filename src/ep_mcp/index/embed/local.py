@@ -35,6 +35,7 @@ from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.buildstate import BuildCancelled
 from ep_mcp.index.embed import compiled
 from ep_mcp.index.embed.base import EmbeddingSpec, Matrix
+from ep_mcp.index.embed.tokencount import WordPieceCounter
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -81,17 +82,21 @@ def _counting_tokenizer() -> Tokenizer:
     return tokenizer
 
 
+@functools.cache
+def _word_counter() -> WordPieceCounter:
+    return WordPieceCounter(_counting_tokenizer())
+
+
 def count_tokens(text: str) -> int:
     """WordPiece tokens in ``text`` (no [CLS]/[SEP], no truncation) — the chunker's ruler."""
-    return len(_counting_tokenizer().encode(text, add_special_tokens=False).ids)
+    return _word_counter().count(text)
 
 
 def count_tokens_batch(texts: Sequence[str]) -> list[int]:
-    """:func:`count_tokens` for many texts at once (tokenized in parallel)."""
+    """:func:`count_tokens` for many texts at once (each distinct word counted once)."""
     if not texts:
         return []
-    encodings = _counting_tokenizer().encode_batch(list(texts), add_special_tokens=False)
-    return [len(encoding.ids) for encoding in encodings]
+    return _word_counter().count_batch(texts)
 
 
 def token_spans(texts: Sequence[str]) -> list[list[tuple[int, int]]]:
