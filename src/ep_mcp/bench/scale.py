@@ -210,7 +210,7 @@ def scale_row(
         for e in engines
     )
     return ScaleRow(
-        chunks, round(build, 1), round(build_cpu, 1), reused, round(size, 1), round(peak, 1), rows
+        chunks, round(build, 2), round(build_cpu, 2), reused, round(size, 1), round(peak, 1), rows
     )
 
 
