@@ -62,3 +62,13 @@ def test_eval_engine_flags_that_cannot_work_are_one_usage_line(tmp_path: Path) -
         out = CliRunner().invoke(main, [*base, *extra])
         assert out.exit_code == 2 and said in out.output, out.output
         assert "Traceback" not in out.output
+
+
+def test_eval_merged_on_the_postgres_engine_reports_what_sqlite_does(
+    tmp_path: Path, postgres_database: Callable[[], str]
+) -> None:
+    golden, packs = _golden(tmp_path)
+    dsn = postgres_database()
+    sqlite = _eval(golden, packs, tmp_path / "work", "--merged")
+    served = _eval(golden, packs, tmp_path / "work", "--merged", "--dsn", dsn)
+    assert served == sqlite and sqlite[0]["merged"]["queries"] == 4  # type: ignore[index]
