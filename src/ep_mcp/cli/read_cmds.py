@@ -10,6 +10,7 @@ import click
 
 from ep_mcp.cli.app import config_option, emit_json, fail_cleanly, json_option, main
 from ep_mcp.cli.pack_cmds import pack_argument, pack_settings
+from ep_mcp.errors import QueryError
 
 if TYPE_CHECKING:
     from ep_mcp.packs.models import Pack
@@ -59,10 +60,13 @@ def read_cmd(
     from ep_mcp.reading import ReadRequest, find_document
 
     # ep_read's own checks (no call_tool here: the CLI reads the pack from disk, no index)
-    request = ReadRequest.from_args(
-        {"path": path, "id": doc_id, "section": section, "neighbors": neighbors,
-         "reconstruct": reconstruct}
-    )  # fmt: skip
+    try:
+        request = ReadRequest.from_args(
+            {"path": path, "id": doc_id, "section": section, "neighbors": neighbors,
+             "reconstruct": reconstruct}
+        )  # fmt: skip
+    except QueryError as exc:  # the tool's words, as a usage error (exit 2)
+        raise click.UsageError(str(exc)) from None
     loaded = load_one(pack, config)
     if request.section is None and not as_json:  # byte for byte, as it is on disk
         click.echo(find_document(loaded, request.path, request.doc_id).text, nl=False)
