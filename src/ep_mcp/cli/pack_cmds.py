@@ -202,9 +202,10 @@ def render_result(result: SearchResult) -> str:
 def _search(lib: Library, args: Mapping[str, object], explain: bool) -> SearchResult:
     """`ep_search` through the registry, as the MCP tool and `/search` call it."""
     from ep_mcp.retrieval.types import SearchResult
-    from ep_mcp.tools.registry import ToolContext, run_tool
+    from ep_mcp.tools.registry import ToolContext, call_tool_record
 
-    result = run_tool(ToolContext(library=lib, extras={"explain": explain}), "ep_search", args)
+    ctx = ToolContext(library=lib, extras={"explain": explain})
+    result = call_tool_record(ctx, "ep_search", args)
     assert isinstance(result, SearchResult)  # one pack opened
     return result
 

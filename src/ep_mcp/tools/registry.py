@@ -2,10 +2,10 @@
 
 Adapters (the MCP server, `/search`, the workbench, the CLI) list tools and call them through
 here, so a tool is written once. Handlers take a `ToolContext` and the validated arguments and
-return the library's own record (a dataclass with ``to_dict``): `run_tool` hands it back as it
-is (the workbench and the CLI render it), `call_tool` as JSON-ready structured content (MCP,
-`/search`). They raise `EpMcpError` subclasses for bad input, which every adapter renders its
-own way (MCP `isError`, HTTP error envelope, an HTML error, CLI exit 1).
+return the library's own record (a dataclass with ``to_dict``): `call_tool_record` hands it
+back as it is (the workbench and the CLI render it), `call_tool` as JSON-ready structured
+content (MCP, `/search`). They raise `EpMcpError` subclasses for bad input, which every
+adapter renders its own way (MCP `isError`, HTTP error envelope, an HTML error, CLI exit 1).
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def _unencodable(value: object, where: str = "arguments") -> str | None:
     return None
 
 
-def run_tool(ctx: ToolContext, name: str, arguments: Arguments | None) -> ToolResult:
+def call_tool_record(ctx: ToolContext, name: str, arguments: Arguments | None) -> ToolResult:
     """Validate and run one tool; its record as the handler made it. A pack tool never reads
     an index the start-up build has not finished (the serving adapters wait for it first:
     `serve.mcp_server.until_ready`)."""
@@ -175,8 +175,8 @@ def run_tool(ctx: ToolContext, name: str, arguments: Arguments | None) -> ToolRe
 
 
 def call_tool(ctx: ToolContext, name: str, arguments: Arguments | None) -> JsonObject:
-    """`run_tool`, its result as JSON-ready structured content."""
-    return run_tool(ctx, name, arguments).to_dict()
+    """`call_tool_record`, the record as JSON-ready structured content."""
+    return call_tool_record(ctx, name, arguments).to_dict()
 
 
 _loaded = False

@@ -21,7 +21,7 @@ from ep_mcp.retrieval.settings import today_of
 from ep_mcp.retrieval.types import SearchResult
 from ep_mcp.runtime import Library, PackRuntime
 from ep_mcp.serve.web.health import IndexState, PackHealth, pack_health
-from ep_mcp.tools.registry import ToolContext, run_tool
+from ep_mcp.tools.registry import ToolContext, call_tool_record
 
 
 def restricted(lib: Library, allowed: frozenset[str]) -> Library:
@@ -33,7 +33,7 @@ def search(lib: Library, args: Mapping[str, object]) -> SearchResult:
     """`ep_search` through the registry, answered with provenance and the explain trace (the
     data of `ep-mcp search --reconstruct --explain --json`); ``lib`` is one pack's view."""
     ctx = ToolContext(library=lib, extras={"explain": True})
-    result = run_tool(ctx, "ep_search", {**args, "reconstruct": True})
+    result = call_tool_record(ctx, "ep_search", {**args, "reconstruct": True})
     if not isinstance(result, SearchResult):  # several packs: the caller chose none
         raise Refused(400, "several packs are served — choose one")
     return result
@@ -42,7 +42,7 @@ def search(lib: Library, args: Mapping[str, object]) -> SearchResult:
 def read(lib: Library, args: Mapping[str, str]) -> DocumentRead:
     """`ep_read` through the registry (`id` or `path`, maybe `section`, `pack`); centred on a
     section, with its neighbours."""
-    result = run_tool(ToolContext(library=lib, extras={"centre": True}), "ep_read", args)
+    result = call_tool_record(ToolContext(library=lib, extras={"centre": True}), "ep_read", args)
     assert isinstance(result, DocumentRead)
     return result
 
