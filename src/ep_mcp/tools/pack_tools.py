@@ -1,9 +1,9 @@
 """The pack tools: ep_search, ep_read, ep_list_topics, ep_graph_traverse (SPEC §5).
 
-Each is a JSON schema plus a handler over the core (`PackRuntime.search`, `ep_mcp.reading`);
-the MCP server, `/search`, the workbench and
-the CLI's `search` reach them through the registry; arguments are checked by
-`SearchRequest.from_args` and `ReadRequest.from_args`.
+Each is a JSON schema plus a handler over the core (`PackRuntime.search`, `ep_mcp.reading`)
+returning the core's record; the MCP server, `/search`, the workbench and the CLI's `search`
+reach them through the registry. Arguments are checked by `SearchRequest.from_args` and
+`ReadRequest.from_args`.
 """
 
 from __future__ import annotations
