@@ -17,9 +17,12 @@ is never logged. Everything here is synchronous; the HTTP layer runs it on a wor
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+import http.client
 import json
 import logging
+import socket
 import threading
 import time
 import urllib.error
@@ -63,18 +66,69 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # a redirect is an error: keys come from the URL configured or discovered
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect)
+_exchange = threading.local()  # this thread's fetch: its deadline and the timers armed for it
+
+
+def _arm(sock: socket.socket) -> None:
+    """Shut ``sock`` down when this thread's fetch runs past its deadline: a server dripping a
+    byte at a time never trips the per-read timeout, and would hold the fetch for hours."""
+    at: float | None = getattr(_exchange, "at", None)
+    if at is None:
+        return
+
+    def shut() -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(max(0.0, at - time.monotonic()), shut)
+    timer.daemon = True
+    timer.start()
+    _exchange.timers.append(timer)
+
+
+def _deadline_class(base: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
+    class WithDeadline(base):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            super().connect()
+            _arm(self.sock)
+
+    return WithDeadline
+
+
+class _Deadline:
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_deadline_class(http_class), req, **kwargs)  # type: ignore[misc]
+
+
+class _HTTP(_Deadline, urllib.request.HTTPHandler):
+    pass
+
+
+class _HTTPS(_Deadline, urllib.request.HTTPSHandler):
+    pass
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect, _HTTP, _HTTPS)
 
 
 def fetch_json(request: urllib.request.Request, timeout: float) -> Mapping[str, Any]:
-    """One JSON object over HTTP, bounded in time and size; anything else is `Unavailable`."""
+    """One JSON object over HTTP, bounded in size and, from connecting to the last byte, in
+    time (``timeout``); anything else is `Unavailable`."""
+    _exchange.at, _exchange.timers = time.monotonic() + timeout, []
     try:
         with _OPENER.open(request, timeout=timeout) as response:
             raw = response.read(MAX_DOCUMENT_BYTES + 1)
     except urllib.error.HTTPError as exc:
         raise Unavailable(f"HTTP {exc.code}") from None
-    except (OSError, ValueError) as exc:  # URLError, timeouts, refused connections
-        raise Unavailable(str(getattr(exc, "reason", exc))[:200]) from None
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timeouts, cut
+        if time.monotonic() >= _exchange.at:
+            raise Unavailable(f"no complete answer within {timeout:g} s") from None
+        reason = getattr(exc, "reason", None) or exc
+        raise Unavailable(f"{type(exc).__name__}: {str(reason)[:200]}") from None
+    finally:
+        for timer in _exchange.timers:
+            timer.cancel()
+        _exchange.at, _exchange.timers = None, []
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise Unavailable(f"answer over {MAX_DOCUMENT_BYTES} bytes")
     try:
