@@ -160,10 +160,10 @@ def _scopes(value: object) -> frozenset[str]:
     return frozenset()
 
 
-def grant_of(scopes: frozenset[str]) -> TokenGrant:
-    """What ``scopes`` open: `ep:pack:<slug>` each pack, `ep:hub` the hub."""
+def grant_of(scopes: frozenset[str], until: float | None = None) -> TokenGrant:
+    """What ``scopes`` open: `ep:pack:<slug>` each pack, `ep:hub` the hub (until ``until``)."""
     packs = frozenset(s[len(PACK_SCOPE) :] for s in scopes if s.startswith(PACK_SCOPE))
-    return TokenGrant(frozenset(p for p in packs if p), HUB_SCOPE in scopes)
+    return TokenGrant(frozenset(p for p in packs if p), HUB_SCOPE in scopes, until)
 
 
 def _audience_ok(aud: object, audiences: Sequence[str]) -> bool:
@@ -407,7 +407,8 @@ class TokenVerifier:
         problem = self._times_ok(claims)
         if problem:
             return Rejected(problem)
-        return grant_of(_scopes(claims.get(self.settings.scope_claim)))
+        until = float(claims["exp"]) + self.settings.clock_skew_s
+        return grant_of(_scopes(claims.get(self.settings.scope_claim)), until)
 
     def _introspect(self, token: str, audiences: Sequence[str]) -> TokenGrant | Rejected:
         answer = self._answer(token)
@@ -467,4 +468,10 @@ class TokenVerifier:
         problem = self._times_ok(answer)
         if problem:
             return Rejected(problem)
-        return grant_of(_scopes(answer.get("scope", answer.get(self.settings.scope_claim))))
+        # trusted no longer than an answer is reused: a revocation is heard at the next ask
+        until = self._now() + self.settings.introspection_ttl_s
+        exp = answer.get("exp")
+        if isinstance(exp, int | float):
+            until = min(until, float(exp) + self.settings.clock_skew_s)
+        scopes = _scopes(answer.get("scope", answer.get(self.settings.scope_claim)))
+        return grant_of(scopes, until)
