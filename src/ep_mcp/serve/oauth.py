@@ -44,6 +44,7 @@ MAX_DOCUMENT_BYTES = 1_000_000  # a JWKS, metadata or introspection answer
 MAX_CACHED = 10_000  # introspection answers kept
 # the key type (and curve) each algorithm's key must have
 _KTY = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
+_PRIVATE = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")  # JWK members of private keys
 _CRV = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521"}
 
 Clock = Callable[[], float]
@@ -245,7 +246,11 @@ class KeySet:
 
 def _key_fits(jwk: Mapping[str, Any], alg: str) -> bool:
     """The JWK may verify ``alg``: its `kty` (and curve) are that algorithm's, its own `alg`
-    (when given) is ``alg`` and its `use` (when given) is signing."""
+    (when given) is ``alg`` and its `use` (when given) is signing. A JWK with private members
+    is never used: a JWKS publishing a private key is broken (and PyJWT's private key object
+    cannot verify: it raised out of the verifier)."""
+    if any(member in jwk for member in _PRIVATE):
+        return False
     if jwk.get("kty") != _KTY.get(alg[:2]):
         return False
     if alg in _CRV and jwk.get("crv") != _CRV[alg]:
