@@ -22,6 +22,7 @@ import hashlib
 import http.client
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -153,12 +154,21 @@ def metadata_urls(issuer: str) -> list[str]:
     ]
 
 
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 §3.3 scope-token
+
+
 def _scopes(value: object) -> frozenset[str]:
+    """The scope tokens of a `scope` string (separated by single spaces, RFC 6749 §3.3) or a
+    list of them. A token with any other character is ignored, not split: `str.split()` also
+    cut at tabs, no-break spaces and other Unicode spaces, so one odd scope the AS granted
+    (`ep:hub\u00a0ep:pack:b`) became two privileges here."""
     if isinstance(value, str):
-        return frozenset(value.split())
-    if isinstance(value, list) and all(isinstance(s, str) for s in value):
-        return frozenset(value)
-    return frozenset()
+        items: list[object] = list(value.split(" "))
+    elif isinstance(value, list):
+        items = value
+    else:
+        return frozenset()
+    return frozenset(s for s in items if isinstance(s, str) and _SCOPE_TOKEN.fullmatch(s))
 
 
 def grant_of(scopes: frozenset[str], until: float | None = None) -> TokenGrant:

@@ -1,6 +1,12 @@
-"""A JWKS that publishes private key members (attack pass): PyJWT builds a private key from
-such a JWK, whose object cannot verify, and the AttributeError went out of the verifier (a 500
-where a refusal belongs). Such keys are now never used: the token is `Rejected`."""
+"""Hostile keys and scopes (attack pass).
+
+A JWKS that publishes private key members: PyJWT builds a private key from such a JWK, whose
+object cannot verify, and the AttributeError went out of the verifier (a 500 where a refusal
+belongs). Such keys are now never used: the token is `Rejected`.
+
+A scope string split at anything but a space: `str.split()` cut one odd scope token the
+authorization server granted (`ep:hub<NBSP>ep:pack:b`) into two privileges. Scope tokens are
+separated by spaces and made of RFC 6749's characters; any other token opens nothing."""
 
 from __future__ import annotations
 
@@ -29,8 +35,8 @@ def verifier(jwks: list[dict[str, Any]]) -> TokenVerifier:
     return TokenVerifier(settings, fetch=fetch, now=lambda: T0, monotonic=lambda: T0)
 
 
-def token() -> str:
-    claims = {"iss": ISSUER, "aud": RESOURCE, "scope": "ep:pack:a", "exp": T0 + 600}
+def token(scope: object = "ep:pack:a") -> str:
+    claims = {"iss": ISSUER, "aud": RESOURCE, "scope": scope, "exp": T0 + 600}
     return jwt.encode(claims, PRIVATE, algorithm="RS256", headers={"kid": "k1"})
 
 
@@ -50,3 +56,20 @@ def test_the_public_half_beside_it_still_verifies() -> None:
     jwks = [{**FULL, "kid": "k1"}, {**PUBLIC, "kid": "k1"}]
     result = verifier(jwks).verify(token(), [RESOURCE])
     assert not isinstance(result, Rejected), result
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        "ep:hub\u00a0ep:pack:b",  # a no-break space
+        "ep:hub\tep:pack:b",
+        "ep:hub\nep:pack:b",
+        "ep:hub\x1cep:pack:b",  # str.split() splits at the file separator too
+        "ep:hub\u3000ep:pack:b",  # an ideographic space
+        "ep:hub\u2028ep:pack:b",
+    ],
+)
+def test_a_scope_is_split_at_spaces_only(scope: object) -> None:
+    result = verifier([{**PUBLIC, "kid": "k1"}]).verify(token(scope), [RESOURCE])
+    assert not isinstance(result, Rejected), result
+    assert result.packs == frozenset() and not result.hub, result
