@@ -4,6 +4,9 @@ A JWKS that publishes private key members: PyJWT builds a private key from such 
 object cannot verify, and the AttributeError went out of the verifier (a 500 where a refusal
 belongs). Such keys are now never used: the token is `Rejected`.
 
+A JWT whose `exp` is NaN (JSON as Python reads it): every comparison with NaN is false, so it
+never expired; `exp` Infinity never ends either. Neither is a NumericDate: refused.
+
 A scope string split at anything but a space: `str.split()` cut one odd scope token the
 authorization server granted (`ep:hub<NBSP>ep:pack:b`) into two privileges. Scope tokens are
 separated by spaces and made of RFC 6749's characters; any other token opens nothing."""
@@ -35,8 +38,8 @@ def verifier(jwks: list[dict[str, Any]]) -> TokenVerifier:
     return TokenVerifier(settings, fetch=fetch, now=lambda: T0, monotonic=lambda: T0)
 
 
-def token(scope: object = "ep:pack:a") -> str:
-    claims = {"iss": ISSUER, "aud": RESOURCE, "scope": scope, "exp": T0 + 600}
+def token(scope: object = "ep:pack:a", **override: object) -> str:
+    claims = {"iss": ISSUER, "aud": RESOURCE, "scope": scope, "exp": T0 + 600, **override}
     return jwt.encode(claims, PRIVATE, algorithm="RS256", headers={"kid": "k1"})
 
 
@@ -73,3 +76,15 @@ def test_a_scope_is_split_at_spaces_only(scope: object) -> None:
     result = verifier([{**PUBLIC, "kid": "k1"}]).verify(token(scope), [RESOURCE])
     assert not isinstance(result, Rejected), result
     assert result.packs == frozenset() and not result.hub, result
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(
+    ("claim", "value"),
+    [("exp", NAN), ("exp", INF), ("nbf", NAN), ("nbf", -INF), ("iat", NAN), ("iat", -INF)],
+)
+def test_a_time_claim_that_is_not_finite_is_refused(claim: str, value: float) -> None:
+    result = verifier([{**PUBLIC, "kid": "k1"}]).verify(token(**{claim: value}), [RESOURCE])
+    assert isinstance(result, Rejected), result

@@ -22,6 +22,7 @@ import hashlib
 import http.client
 import json
 import logging
+import math
 import re
 import socket
 import threading
@@ -359,7 +360,9 @@ class TokenVerifier:
         exp, nbf, iat = claims.get("exp"), claims.get("nbf"), claims.get("iat")
         for name, value in (("exp", exp), ("nbf", nbf), ("iat", iat)):
             number = isinstance(value, int | float) and not isinstance(value, bool)
-            if value is not None and not number:
+            # NaN and Infinity parse from JSON: NaN compares false (never expired), Infinity
+            # never ends
+            if value is not None and not (number and math.isfinite(value)):
                 return f"`{name}` is not a number"
         if exp is None:
             return "no `exp`" if require_exp else None
