@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import SubscriptionLost
 
 from conftest import wait_healthy
+from ep_mcp.serve.oauth import Rejected
 from oauth_as import AuthServer, free_port, serving
 
 CLI = [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
@@ -91,3 +92,22 @@ def test_a_listen_stream_ends_when_its_token_expires(stack: dict[str, Any]) -> N
     anyio.run(go)
     log = stack["log"].read_text(encoding="utf-8")
     assert "without completing response" not in log and "Traceback" not in log, log
+
+
+def test_a_grant_ends_when_the_token_stops_being_accepted() -> None:
+    """What bounds a listen stream: a JWT's `exp` + skew; an introspected token's answer
+    no longer than it may be reused from when it was asked (not from its reuse), or its `exp`."""
+    from serve.test_oauth_verifier import ISSUER, RESOURCE, T0, Clock, Introspector, introspecting
+
+    endpoint, clock = Introspector(), Clock(T0)
+    v = introspecting(endpoint, clock, introspection_ttl_s=60, clock_skew_s=5)
+    answer = {"active": True, "iss": ISSUER, "aud": RESOURCE, "scope": "ep:pack:a", "exp": T0 + 999}
+    endpoint.answers["opaque"] = answer
+    endpoint.answers["short"] = {**answer, "exp": T0 + 70}
+    first = v.verify("opaque", [RESOURCE])
+    assert not isinstance(first, Rejected) and first.until == T0 + 60
+    clock.now = T0 + 50  # the kept answer, asked at T0: trusted until T0 + 60, not T0 + 110
+    again = v.verify("opaque", [RESOURCE])
+    assert not isinstance(again, Rejected) and again.until == T0 + 60 and endpoint.asked == 1
+    short = v.verify("short", [RESOURCE])
+    assert not isinstance(short, Rejected) and short.until == T0 + 75

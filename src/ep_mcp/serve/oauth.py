@@ -277,6 +277,7 @@ def _key_fits(jwk: Mapping[str, Any], alg: str) -> bool:
 class _Cached:
     answer: Mapping[str, Any]
     until: float
+    asked: float  # the wall-clock second it was asked (``now``)
 
 
 class TokenVerifier:
@@ -429,22 +430,23 @@ class TokenVerifier:
         return grant_of(_scopes(claims.get(self.settings.scope_claim)), until)
 
     def _introspect(self, token: str, audiences: Sequence[str]) -> TokenGrant | Rejected:
-        answer = self._answer(token)
-        if answer is None:
+        found = self._answer(token)
+        if found is None:
             return Rejected("the introspection endpoint did not answer")
-        return self._introspection_grant(answer, audiences)
+        return self._introspection_grant(*found, audiences)
 
-    def _answer(self, token: str) -> Mapping[str, Any] | None:
-        """The introspection answer for ``token``: asked, or reused for at most
-        ``introspection_ttl_s`` and never past the token's `exp` (None: no answer)."""
+    def _answer(self, token: str) -> tuple[Mapping[str, Any], float] | None:
+        """The introspection answer for ``token`` and when it was asked: asked now, or reused
+        for at most ``introspection_ttl_s`` and never past the token's `exp` (None: no
+        answer)."""
         key = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
         now = self._monotonic()
         with self._cache_lock:
             cached = self._introspected.get(key)
             if cached is not None and now < cached.until:
-                return cached.answer
+                return cached.answer, cached.asked
         try:
-            answer = self._ask(token)
+            asked, answer = self._now(), self._ask(token)
         except Unavailable as exc:
             logger.warning("cannot introspect a token: %s — it is refused", exc)
             return None
@@ -453,10 +455,10 @@ class TokenVerifier:
         if isinstance(exp, int | float) and not isinstance(exp, bool):
             ttl = min(ttl, max(0.0, float(exp) - self._now()))
         with self._cache_lock:
-            self._introspected[key] = _Cached(answer, now + ttl)
+            self._introspected[key] = _Cached(answer, now + ttl, asked)
             while len(self._introspected) > MAX_CACHED:
                 self._introspected.popitem(last=False)
-        return answer
+        return answer, asked
 
     def _ask(self, token: str) -> Mapping[str, Any]:
         s = self.settings
@@ -474,7 +476,7 @@ class TokenVerifier:
         return self._fetch(request, s.timeout_s)
 
     def _introspection_grant(
-        self, answer: Mapping[str, Any], audiences: Sequence[str]
+        self, answer: Mapping[str, Any], asked: float, audiences: Sequence[str]
     ) -> TokenGrant | Rejected:
         if answer.get("active") is not True:
             return Rejected("inactive (revoked, expired or unknown)")
@@ -486,8 +488,8 @@ class TokenVerifier:
         problem = self._times_ok(answer)
         if problem:
             return Rejected(problem)
-        # trusted no longer than an answer is reused: a revocation is heard at the next ask
-        until = self._now() + self.settings.introspection_ttl_s
+        # trusted no longer than the answer may be reused: a revocation is heard at the next ask
+        until = asked + self.settings.introspection_ttl_s
         exp = answer.get("exp")
         if isinstance(exp, int | float):
             until = min(until, float(exp) + self.settings.clock_skew_s)
