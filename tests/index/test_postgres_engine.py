@@ -402,6 +402,41 @@ def test_a_pack_served_from_its_path_follows_the_current_version_on_postgres(
         lib.close()
 
 
+def test_packs_names_the_version_a_pack_served_from_its_path_serves_on_postgres(
+    garden: dict[str, Any],
+) -> None:
+    """`GET /packs`' `artifact_version` is the version served from PostgreSQL, not None for a
+    pack configured by its path (the watcher's log lines said it; the listing did not)."""
+    import anyio
+    import httpx2
+
+    from ep_mcp.serve.app import open_context
+    from ep_mcp.serve.auth import KeyRing
+    from ep_mcp.serve.http_app import create_app
+
+    data = {"packs": [{"path": str(garden["pack"])}]}
+    index = {"engine": "postgres", "dsn": garden["dsn"]}
+    settings = settings_for(garden["home"], "hashing", index=index, **data)
+    serve, _ = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
+    served = serve.library.get("garden").store.version
+    assert served is not None
+    app = create_app(serve, settings.server, KeyRing())
+
+    async def go() -> dict[str, Any]:
+        async with app.router.lifespan_context(app):
+            transport = httpx2.ASGITransport(app=app)
+            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+                r = await c.get("/packs")
+                assert r.status_code == 200, r.text
+                return dict(r.json())
+
+    try:
+        listed = {p["slug"]: p["artifact_version"] for p in anyio.run(go)["packs"]}
+    finally:
+        serve.library.close()
+    assert listed == {"garden": served}
+
+
 def test_a_version_built_with_embedding_windows_is_refused_in_one_line(
     tmp_path: Path, make_pack: Any, postgres_dsn: str
 ) -> None:

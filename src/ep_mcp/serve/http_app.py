@@ -30,7 +30,6 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from ep_mcp.config import ServerSettings
-from ep_mcp.index.artifact import served_version
 from ep_mcp.index.buildstate import overall
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_fast import answer_tool_call
@@ -330,7 +329,7 @@ def create_app(
                     "files": len(p.documents),
                     "auth": _auth_kind(ring, p.slug),
                     "mcp": f"/packs/{p.slug}/mcp",
-                    "artifact_version": served_version(rt.config),  # None: not an artifact
+                    "artifact_version": rt.version,  # None: built in place
                     "index": rt.build_state(),
                 }
             )
