@@ -367,6 +367,31 @@ def test_the_cli_with_an_unreachable_dsn_fails_with_one_line_before_building(
     assert no_out.exit_code == 2 and "give --out DIR too" in no_out.output
 
 
+def test_the_cli_refuses_embedding_windows_for_postgres_in_one_line_before_building(
+    tmp_path: Path, make_pack: Any, postgres_dsn: str
+) -> None:
+    """The engine serves no windows: `--to postgres` with `index.embed_windows: true` says so
+    before it builds (it built and embedded every window first, then refused the load)."""
+    from click.testing import CliRunner
+
+    from ep_mcp.cli import main
+
+    pack: Path = make_pack(GARDEN, name="garden")
+    config = tmp_path / "ep-mcp.yaml"
+    config.write_text(
+        "embedding: {provider: hashing}\n"
+        f"index: {{engine: postgres, dsn: '{fresh_database(postgres_dsn)}', embed_windows: true}}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    args = ["index", str(pack), "--out", str(out), "--to", "postgres", "--config", str(config)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert "index.embed_windows: the postgres engine does not serve" in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not (out / "garden").exists()  # nothing was built
+
+
 def test_a_lexical_query_past_its_time_limit_answers_nothing_and_is_not_a_lost_server(
     garden: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
