@@ -378,9 +378,10 @@ def test_the_cli_refuses_embedding_windows_for_postgres_in_one_line_before_build
 
     pack: Path = make_pack(GARDEN, name="garden")
     config = tmp_path / "ep-mcp.yaml"
+    dsn = fresh_database(postgres_dsn)
     config.write_text(
         "embedding: {provider: hashing}\n"
-        f"index: {{engine: postgres, dsn: '{fresh_database(postgres_dsn)}', embed_windows: true}}\n",
+        f"index: {{engine: postgres, dsn: '{dsn}', embed_windows: true}}\n",
         encoding="utf-8",
     )
     out = tmp_path / "out"

@@ -74,9 +74,7 @@ def test_a_listen_stream_ends_when_the_token_that_opened_it_expires(
     base, auth, beta = stack["base"], stack["auth"], stack["beta"]
     lasting = auth.sign(auth.claims("ep:pack:beta", aud=base))
     # accepted for LEFT_S more seconds: `exp` plus the clock skew
-    short = auth.sign(
-        auth.claims("ep:pack:beta", aud=base, exp=int(time.time()) - SKEW_S + LEFT_S)
-    )
+    short = auth.sign(auth.claims("ep:pack:beta", aud=base, exp=int(time.time()) - SKEW_S + LEFT_S))
 
     async def go() -> None:
         async with (
@@ -87,8 +85,9 @@ def test_a_listen_stream_ends_when_the_token_that_opened_it_expires(
         ):
             # nothing changes: the short token's stream ends by itself (before the fix it
             # stayed open as long as the client did)
-            with anyio.fail_after(LEFT_S + 90), pytest.raises(
-                (StopAsyncIteration, SubscriptionLost)
+            with (
+                anyio.fail_after(LEFT_S + 90),
+                pytest.raises((StopAsyncIteration, SubscriptionLost)),
             ):
                 await ending.__anext__()
             # the other stream, opened with a token still valid, is still told of an edit

@@ -154,7 +154,7 @@ class PgIndex:
         if conn is not None:
             try:
                 conn.close()
-            except Exception:  # a broken socket may refuse even this; it is gone either way
+            except (psycopg_module().Error, OSError):  # a broken socket may refuse even this
                 logger.debug("closing a broken connection failed", exc_info=True)
 
     def backend_pid(self) -> int:
@@ -204,11 +204,12 @@ class PgIndex:
 
     def close(self) -> None:
         self._closed = True
+        errors = (psycopg_module().Error, OSError)
         with self._lock:
             for conn in self._conns:
                 try:
                     conn.close()
-                except Exception:  # closing must never fail a swap
+                except errors:  # closing must never fail a swap
                     logger.debug("closing a connection failed", exc_info=True)
             self._conns.clear()
 
