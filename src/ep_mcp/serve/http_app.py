@@ -183,6 +183,13 @@ class McpEndpoint:
             return
         token = isinstance(credential, auth.TokenGrant)
         manager = await self.managers.get((slug, decision.access), token)
+        if manager is None and token and slug is None:  # the servers built for tokens: full
+            await error_response(
+                503,
+                f"this server already runs {MAX_TOKEN_SERVERS} MCP servers for distinct token "
+                "scopes on /mcp — use a pack's own endpoint (/packs/{slug}/mcp) or restart it",
+            )(scope, receive, send)
+            return
         if manager is None:  # fail closed: an access nobody built a server for sees nothing
             logger.error("no MCP server for %s on %r", decision.access, scope["path"][:200])
             await error_response(403, "this key opens nothing on this endpoint")(
