@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ep_mcp.config import IndexSettings
 from ep_mcp.errors import IndexUnavailableError, NotFoundError
 from ep_mcp.index import pgbm25
+from ep_mcp.index.embed.base import key_dimension
 from ep_mcp.index.pgconnect import connect, first_line, psycopg_module, resolve_dsn
 from ep_mcp.index.pgload import schema_name
 from ep_mcp.index.reads import StoreReads
@@ -347,13 +348,11 @@ class PgIndex:
                 "SELECT key, vec FROM embed_cache WHERE key = ANY(%s)", (list(keys),)
             ).fetchall()
         )
-        out = {}
-        for key, blob in rows:
-            parts = str(key).split("|")
-            dim = int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
-            if len(blob) == 4 * dim:
-                out[str(key)] = np.frombuffer(bytes(blob), dtype="<f4")
-        return out
+        return {
+            str(key): np.frombuffer(bytes(blob), dtype="<f4")
+            for key, blob in rows
+            if len(blob) == 4 * key_dimension(str(key))  # a damaged entry is embedded again
+        }
 
     def try_cache_vectors(self, items: Mapping[str, npt.NDArray[np.float32]]) -> bool:
         return False  # a published version is never written: profiles cost one embedding
