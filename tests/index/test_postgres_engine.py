@@ -463,6 +463,35 @@ def test_packs_names_the_version_a_pack_served_from_its_path_serves_on_postgres(
     assert listed == {"garden": served}
 
 
+def test_a_closed_version_opens_no_new_connection_and_says_so_in_one_line(
+    garden: dict[str, Any],
+) -> None:
+    """A query that reaches a closed version (retired by a swap, or at shutdown) is one line,
+    as on SQLite, not a new connection that nothing would ever close."""
+    from ep_mcp.index.pgindex import PgIndex
+
+    settings = settings_for(
+        garden["home"], "hashing", index={"engine": "postgres", "dsn": garden["dsn"]}
+    )
+    index = PgIndex.open(settings.index, "garden")
+    assert index.counts()["chunks"] > 0  # opened: this thread has its connection
+    index.close()
+
+    def backends() -> int:
+        with psycopg.connect(garden["dsn"]) as conn:
+            return int(
+                conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid()"
+                ).fetchone()[0]
+            )
+
+    before = backends()
+    with pytest.raises(IndexUnavailableError, match=r"is closed .* ask again"):
+        index.chunks_by_ids([1])
+    assert backends() == before
+
+
 def test_a_version_built_with_embedding_windows_is_refused_in_one_line(
     tmp_path: Path, make_pack: Any, postgres_dsn: str
 ) -> None:

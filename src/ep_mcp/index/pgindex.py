@@ -110,6 +110,11 @@ class PgIndex:
 
     def _conn(self) -> Any:
         conn = getattr(self._local, "conn", None)
+        if self._closed:  # no connection opens after close (none would ever be closed)
+            raise IndexUnavailableError(
+                f"pack '{self.slug}': version {self._version} is closed (a newer version took "
+                "its place, or the server is stopping) — ask again"
+            )
         if conn is None or conn.closed:
             conn = connect(self._dsn, at_start=False)
             conn.execute(f'SET search_path TO "{self.schema}", public')
