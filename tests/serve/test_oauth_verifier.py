@@ -324,21 +324,3 @@ def test_discovered_keys_come_only_from_metadata_naming_exactly_our_issuer() -> 
     }
     clock.now += 1
     assert isinstance(v.verify(token, [RESOURCE]), auth.TokenGrant)
-
-
-def test_a_grant_says_how_long_its_token_is_still_accepted() -> None:
-    """What a stream opened with the token is bounded by (`http_app`): `exp` plus the skew;
-    an introspected token at most the introspection TTL (it is asked again after it)."""
-    keys, clock = KeyServer(), Clock(T0)
-    jwt_grant = verifier(keys, clock, clock_skew_s=30).verify(
-        keys.sign(claims(exp=T0 + 100)), [RESOURCE]
-    )
-    assert isinstance(jwt_grant, auth.TokenGrant) and jwt_grant.expires_in == 130
-    endpoint = Introspector()
-    answer = {"active": True, "iss": ISSUER, "aud": RESOURCE, "scope": "ep:pack:a"}
-    endpoint.answers["soon"] = {**answer, "exp": T0 + 10}
-    endpoint.answers["later"] = {**answer, "exp": T0 + 3600}
-    v = introspecting(endpoint, clock, introspection_ttl_s=60, clock_skew_s=30)
-    for token, left in (("soon", 40), ("later", 60)):
-        grant = v.verify(token, [RESOURCE])
-        assert isinstance(grant, auth.TokenGrant) and grant.expires_in == left, (token, grant)

@@ -61,13 +61,10 @@ class Credential(Enum):
 
 @dataclass(frozen=True)
 class TokenGrant:
-    """A verified access token: the packs its scopes name and whether it names the hub, and
-    for how many seconds after it was verified it may still be trusted (its `exp` and the
-    clock skew; None: no end known). A stream it opened ends then (`http_app`)."""
+    """A verified access token: the packs its scopes name and whether it names the hub."""
 
     packs: frozenset[str] = frozenset()
     hub: bool = False
-    expires_in: float | None = field(default=None, compare=False)
 
 
 Presented = bytes | Credential | TokenGrant  # what a request's Authorization header became

@@ -27,7 +27,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from ep_mcp.config import ServerSettings
 from ep_mcp.index.buildstate import overall
@@ -214,51 +214,9 @@ class McpEndpoint:
             return
         if await answer_tool_call(manager, scope, body, send):  # a plain stateless tools/call
             return
-        if not _listens(body):
-            await manager.handle_request(scope, replay(body), send)
-            return
-        # a listen stream lasts until the client leaves — or until the token that opened it
-        # expires: then the SDK hears a disconnect and the response is ended
-        left = credential.expires_in if isinstance(credential, auth.TokenGrant) else None
-        sending = _Finishing(send)
-        await manager.handle_request(scope, replay(body, then=_until(receive, left)), sending)
-        await sending.finish()
-
-
-def _until(receive: Receive, seconds: float | None) -> Receive:
-    """``receive``, which says `http.disconnect` once ``seconds`` have passed (None: never)."""
-    if seconds is None:
-        return receive
-    deadline = anyio.current_time() + seconds
-
-    async def bounded() -> Message:
-        with anyio.move_on_at(deadline):
-            return await receive()
-        logger.debug("a listen stream's token expired: the stream ends")
-        return {"type": "http.disconnect"}
-
-    return bounded
-
-
-class _Finishing:
-    """A `send` that remembers whether the response was ended; ``finish`` ends one that was
-    started and left open (a stream the app stopped writing when it heard a disconnect)."""
-
-    def __init__(self, send: Send) -> None:
-        self.send = send
-        self.started = self.ended = False
-
-    async def __call__(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            self.started = True
-        elif message["type"] == "http.response.body" and not message.get("more_body", False):
-            self.ended = True
-        await self.send(message)
-
-    async def finish(self) -> None:
-        if self.started and not self.ended:
-            with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+        await manager.handle_request(
+            scope, replay(body, then=receive if _listens(body) else None), send
+        )
 
 
 def _auth_kind(ring: auth.KeyRing, slug: str) -> str:

@@ -106,11 +106,10 @@ def _scopes(value: object) -> frozenset[str]:
     return frozenset()
 
 
-def grant_of(scopes: frozenset[str], expires_in: float | None = None) -> TokenGrant:
-    """What ``scopes`` open: `ep:pack:<slug>` each pack, `ep:hub` the hub; for
-    ``expires_in`` seconds (None: no end known)."""
+def grant_of(scopes: frozenset[str]) -> TokenGrant:
+    """What ``scopes`` open: `ep:pack:<slug>` each pack, `ep:hub` the hub."""
     packs = frozenset(s[len(PACK_SCOPE) :] for s in scopes if s.startswith(PACK_SCOPE))
-    return TokenGrant(frozenset(p for p in packs if p), HUB_SCOPE in scopes, expires_in)
+    return TokenGrant(frozenset(p for p in packs if p), HUB_SCOPE in scopes)
 
 
 def _audience_ok(aud: object, audiences: Sequence[str]) -> bool:
@@ -303,14 +302,6 @@ class TokenVerifier:
             return "issued in the future (`iat`)"
         return None
 
-    def _left(self, claims: Mapping[str, Any]) -> float | None:
-        """Seconds until the verified ``claims`` stop being accepted (`exp` plus the clock
-        skew, as ``_times_ok`` judges it); None without an `exp`."""
-        exp = claims.get("exp")
-        if not isinstance(exp, int | float) or isinstance(exp, bool):
-            return None
-        return max(0.0, float(exp) + self.settings.clock_skew_s - self._now())
-
     def _verify_jwt(self, token: str, audiences: Sequence[str]) -> TokenGrant | Rejected:
         import jwt
 
@@ -362,7 +353,7 @@ class TokenVerifier:
         problem = self._times_ok(claims)
         if problem:
             return Rejected(problem)
-        return grant_of(_scopes(claims.get(self.settings.scope_claim)), self._left(claims))
+        return grant_of(_scopes(claims.get(self.settings.scope_claim)))
 
     def _introspect(self, token: str, audiences: Sequence[str]) -> TokenGrant | Rejected:
         answer = self._answer(token)
@@ -422,10 +413,4 @@ class TokenVerifier:
         problem = self._times_ok(answer)
         if problem:
             return Rejected(problem)
-        # an introspected token is asked again after the TTL (a revocation is heard then):
-        # a stream it opened ends then too, and the client opens it again with the token
-        left, ttl = self._left(answer), self.settings.introspection_ttl_s
-        if ttl > 0:
-            left = ttl if left is None else min(left, ttl)
-        scopes = _scopes(answer.get("scope", answer.get(self.settings.scope_claim)))
-        return grant_of(scopes, left)
+        return grant_of(_scopes(answer.get("scope", answer.get(self.settings.scope_claim))))
