@@ -76,6 +76,14 @@ class PackRuntime:
         self.store = self._open_index()
 
     @property
+    def version(self) -> str | None:
+        """The published version this pack serves: PostgreSQL's (from an artifact or from the
+        pack's own path), or the artifact folder's; None for an index built in place."""
+        from ep_mcp.index.artifact import served_version
+
+        return self.store.version or served_version(self.config)
+
+    @property
     def sqlite(self) -> Store:
         """The SQLite index this pack builds in place (index, backfill, repair need one)."""
         if not isinstance(self.store, Store):

@@ -367,6 +367,32 @@ def test_the_cli_with_an_unreachable_dsn_fails_with_one_line_before_building(
     assert no_out.exit_code == 2 and "give --out DIR too" in no_out.output
 
 
+def test_the_cli_refuses_embedding_windows_for_postgres_in_one_line_before_building(
+    tmp_path: Path, make_pack: Any, postgres_dsn: str
+) -> None:
+    """The engine serves no windows: `--to postgres` with `index.embed_windows: true` says so
+    before it builds (it built and embedded every window first, then refused the load)."""
+    from click.testing import CliRunner
+
+    from ep_mcp.cli import main
+
+    pack: Path = make_pack(GARDEN, name="garden")
+    config = tmp_path / "ep-mcp.yaml"
+    dsn = fresh_database(postgres_dsn)
+    config.write_text(
+        "embedding: {provider: hashing}\n"
+        f"index: {{engine: postgres, dsn: '{dsn}', embed_windows: true}}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    args = ["index", str(pack), "--out", str(out), "--to", "postgres", "--config", str(config)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert "index.embed_windows: the postgres engine does not serve" in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not (out / "garden").exists()  # nothing was built
+
+
 def test_a_lexical_query_past_its_time_limit_answers_nothing_and_is_not_a_lost_server(
     garden: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -400,6 +426,70 @@ def test_a_pack_served_from_its_path_follows_the_current_version_on_postgres(
         assert any(NEW_WORD in h.text for h in rt.search(SearchRequest(NEW_WORD, k=3)).hits)
     finally:
         lib.close()
+
+
+def test_packs_names_the_version_a_pack_served_from_its_path_serves_on_postgres(
+    garden: dict[str, Any],
+) -> None:
+    """`GET /packs`' `artifact_version` is the version served from PostgreSQL, not None for a
+    pack configured by its path (the watcher's log lines said it; the listing did not)."""
+    import anyio
+    import httpx2
+
+    from ep_mcp.serve.app import open_context
+    from ep_mcp.serve.auth import KeyRing
+    from ep_mcp.serve.http_app import create_app
+
+    data = {"packs": [{"path": str(garden["pack"])}]}
+    index = {"engine": "postgres", "dsn": garden["dsn"]}
+    settings = settings_for(garden["home"], "hashing", index=index, **data)
+    serve, _ = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
+    served = serve.library.get("garden").store.version
+    assert served is not None
+    app = create_app(serve, settings.server, KeyRing())
+
+    async def go() -> dict[str, Any]:
+        async with app.router.lifespan_context(app):
+            transport = httpx2.ASGITransport(app=app)
+            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+                r = await c.get("/packs")
+                assert r.status_code == 200, r.text
+                return dict(r.json())
+
+    try:
+        listed = {p["slug"]: p["artifact_version"] for p in anyio.run(go)["packs"]}
+    finally:
+        serve.library.close()
+    assert listed == {"garden": served}
+
+
+def test_a_closed_version_opens_no_new_connection_and_says_so_in_one_line(
+    garden: dict[str, Any],
+) -> None:
+    """A query that reaches a closed version (retired by a swap, or at shutdown) is one line,
+    as on SQLite, not a new connection that nothing would ever close."""
+    from ep_mcp.index.pgindex import PgIndex
+
+    settings = settings_for(
+        garden["home"], "hashing", index={"engine": "postgres", "dsn": garden["dsn"]}
+    )
+    index = PgIndex.open(settings.index, "garden")
+    assert index.counts()["chunks"] > 0  # opened: this thread has its connection
+    index.close()
+
+    def backends() -> int:
+        with psycopg.connect(garden["dsn"]) as conn:
+            return int(
+                conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid()"
+                ).fetchone()[0]
+            )
+
+    before = backends()
+    with pytest.raises(IndexUnavailableError, match=r"is closed .* ask again"):
+        index.chunks_by_ids([1])
+    assert backends() == before
 
 
 def test_a_version_built_with_embedding_windows_is_refused_in_one_line(

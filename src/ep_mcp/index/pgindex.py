@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ep_mcp.config import IndexSettings
 from ep_mcp.errors import IndexUnavailableError, NotFoundError
 from ep_mcp.index import pgbm25
+from ep_mcp.index.embed.base import key_dimension
 from ep_mcp.index.pgconnect import connect, first_line, psycopg_module, resolve_dsn
 from ep_mcp.index.pgload import schema_name
 from ep_mcp.index.reads import StoreReads
@@ -109,6 +110,11 @@ class PgIndex:
 
     def _conn(self) -> Any:
         conn = getattr(self._local, "conn", None)
+        if self._closed:  # no connection opens after close (none would ever be closed)
+            raise IndexUnavailableError(
+                f"pack '{self.slug}': version {self._version} is closed (a newer version took "
+                "its place, or the server is stopping) — ask again"
+            )
         if conn is None or conn.closed:
             conn = connect(self._dsn, at_start=False)
             conn.execute(f'SET search_path TO "{self.schema}", public')
@@ -154,7 +160,7 @@ class PgIndex:
         if conn is not None:
             try:
                 conn.close()
-            except Exception:  # a broken socket may refuse even this; it is gone either way
+            except (psycopg_module().Error, OSError):  # a broken socket may refuse even this
                 logger.debug("closing a broken connection failed", exc_info=True)
 
     def backend_pid(self) -> int:
@@ -204,11 +210,12 @@ class PgIndex:
 
     def close(self) -> None:
         self._closed = True
+        errors = (psycopg_module().Error, OSError)
         with self._lock:
             for conn in self._conns:
                 try:
                     conn.close()
-                except Exception:  # closing must never fail a swap
+                except errors:  # closing must never fail a swap
                     logger.debug("closing a connection failed", exc_info=True)
             self._conns.clear()
 
@@ -346,13 +353,11 @@ class PgIndex:
                 "SELECT key, vec FROM embed_cache WHERE key = ANY(%s)", (list(keys),)
             ).fetchall()
         )
-        out = {}
-        for key, blob in rows:
-            parts = str(key).split("|")
-            dim = int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
-            if len(blob) == 4 * dim:
-                out[str(key)] = np.frombuffer(bytes(blob), dtype="<f4")
-        return out
+        return {
+            str(key): np.frombuffer(bytes(blob), dtype="<f4")
+            for key, blob in rows
+            if len(blob) == 4 * key_dimension(str(key))  # a damaged entry is embedded again
+        }
 
     def try_cache_vectors(self, items: Mapping[str, npt.NDArray[np.float32]]) -> bool:
         return False  # a published version is never written: profiles cost one embedding

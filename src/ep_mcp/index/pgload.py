@@ -27,6 +27,7 @@ from typing import Any
 import apsw
 
 from ep_mcp.config import IndexSettings
+from ep_mcp.errors import ConfigError
 from ep_mcp.index.artifact import INDEX, ArtifactError, Manifest, check
 from ep_mcp.index.pgconnect import connect, psycopg_module, resolve_dsn
 
@@ -94,6 +95,16 @@ def publish_version(settings: IndexSettings, version_dir: Path, keep: int = 3) -
     """Load an artifact version (checked first) and make it the pack's current version."""
     manifest = check(version_dir)
     return load_index(settings, version_dir / INDEX, manifest, keep)
+
+
+def check_publishable(settings: IndexSettings) -> None:
+    """Refuse, before a build, settings whose versions this engine would refuse to load
+    (``--to postgres`` would otherwise embed every window of a pack and then stop)."""
+    if settings.embed_windows:
+        raise ConfigError(
+            "index.embed_windows: the postgres engine does not serve embedding windows yet — "
+            "set index.embed_windows: false to publish to PostgreSQL"
+        )
 
 
 def load_index(settings: IndexSettings, index: Path, manifest: Manifest, keep: int = 3) -> Loaded:

@@ -22,6 +22,7 @@ import apsw
 
 from ep_mcp.index import diskerrors, integrity, lexical, vectorcheck
 from ep_mcp.index import vectors as vx
+from ep_mcp.index.embed.base import key_dimension
 from ep_mcp.index.reads import StoreReads
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite, StoredChunk
 from ep_mcp.index.schema import FORMAT_VERSION, NOFOLLOW, open_index, real_path
@@ -173,7 +174,7 @@ class Store(StoreReads):
         return {
             key: np.frombuffer(blob, dtype="<f4")
             for key, blob in self._batched(sql, keys)
-            if len(blob) == 4 * _key_dimension(key)  # a damaged entry is embedded again
+            if len(blob) == 4 * key_dimension(key)  # a damaged entry is embedded again
         }
 
     def cache_vectors(self, items: Mapping[str, npt.NDArray[np.float32]]) -> None:
@@ -423,12 +424,6 @@ class Store(StoreReads):
             files = vectorcheck.incomplete_files(self._conn)
         self.repair_needed = None
         return queued, files
-
-
-def _key_dimension(key: str) -> int:
-    """The dimension in an embedding-cache key (``model|dimension|digest``), 0 if none."""
-    parts = key.split("|")
-    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
 
 
 _INFO_JSON = json.JSONEncoder(default=str).encode  # one encoder, not one per file

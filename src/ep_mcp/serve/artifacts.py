@@ -129,13 +129,13 @@ class ArtifactWatcher:
             new = self._open(rt, name, target)
         except EpMcpError as exc:
             self._failed.add(key)
-            still = rt.store.version or artifact.served_version(rt.config)
+            still = rt.version
             message = f"version {name} is not served ({exc}) — still serving {still}"
             self._say(rt.slug, logging.ERROR, message)
             return False
         self._said.pop(rt.slug, None)
         self.library.runtimes[rt.slug] = new  # one assignment: the next request sees it
-        old_version = rt.store.version or artifact.served_version(rt.config)
+        old_version = rt.version
         weakref.finalize(rt, _close_store, rt.store, rt.slug, old_version)
         self._retired.append(weakref.ref(rt))
         self.swaps += 1

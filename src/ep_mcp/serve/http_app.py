@@ -31,7 +31,6 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from ep_mcp.config import ServerSettings
-from ep_mcp.index.artifact import served_version
 from ep_mcp.index.buildstate import overall
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_fast import answer_tool_call
@@ -185,6 +184,13 @@ class McpEndpoint:
             return
         token = isinstance(credential, auth.TokenGrant)
         manager = await self.managers.get((slug, decision.access), token)
+        if manager is None and token and slug is None:  # the servers built for tokens: full
+            await error_response(
+                503,
+                f"this server already runs {MAX_TOKEN_SERVERS} MCP servers for distinct token "
+                "scopes on /mcp — use a pack's own endpoint (/packs/{slug}/mcp) or restart it",
+            )(scope, receive, send)
+            return
         if manager is None:  # fail closed: an access nobody built a server for sees nothing
             logger.error("no MCP server for %s on %r", decision.access, scope["path"][:200])
             await error_response(403, "this key opens nothing on this endpoint")(
@@ -323,7 +329,7 @@ def create_app(
                     "files": len(p.documents),
                     "auth": _auth_kind(ring, p.slug),
                     "mcp": f"/packs/{p.slug}/mcp",
-                    "artifact_version": served_version(rt.config),  # None: not an artifact
+                    "artifact_version": rt.version,  # None: built in place
                     "index": rt.build_state(),
                 }
             )

@@ -119,3 +119,11 @@ def providers() -> list[str]:
 
 def factory_for(provider: str) -> EmbedderFactory | None:
     return _REGISTRY.get(provider)
+
+
+def key_dimension(key: str) -> int:
+    """The dimension in an embedding-cache key (``embedplan.cache_key``:
+    ``model|dimension|digest``), 0 if none: a cached vector of another length is damaged, and
+    embedded again. Every engine's cache reads check it (SQLite's and PostgreSQL's)."""
+    parts = key.split("|")
+    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
