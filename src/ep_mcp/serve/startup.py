@@ -25,15 +25,33 @@ T = TypeVar("T")
 
 
 def warm_up(embedder: Embedder) -> None:
-    """Load the query model now, so the first client does not wait for it."""
+    """Load the query model now, so the first client does not wait for it. Queries that come
+    meanwhile are answered by their words (`start_warm_up`); from its end on, by both legs."""
     from ep_mcp.index.buildstate import BuildCancelled
 
+    loading: threading.Event | None = getattr(embedder, "loading", None)
+    model: Embedder = getattr(embedder, "embedder", embedder) if loading is not None else embedder
     try:
-        embedder.embed_query("warm up")
+        model.embed_query("warm up")
     except BuildCancelled:  # the server stopped before its model was compiled
         return
     except EpMcpError as exc:  # a dead provider degrades queries to lexical; say so once
         logger.warning("query embedding is unavailable (%s) — queries will be lexical", exc)
+    finally:
+        if loading is not None:
+            loading.set()
+
+
+def start_warm_up(embedder: Embedder) -> None:
+    """Load ``embedder``'s model on a daemon thread. A local model's queries (the query cache
+    of `make_embedder` in front of it) are answered lexically, at once, until it is loaded:
+    a restart's first answer does not wait for the model (``mode: lexical``, with a note)."""
+    from ep_mcp.index.embed.base import query_cost
+    from ep_mcp.index.embed.cache import QueryEmbeddingCache
+
+    if isinstance(embedder, QueryEmbeddingCache) and query_cost(embedder) == "compute":
+        embedder.loading = threading.Event()
+    threading.Thread(target=warm_up, args=(embedder,), name="ep-mcp-warm-up", daemon=True).start()
 
 
 def warming(settings: Settings, *, behind: bool = True) -> Embedder | None:
@@ -48,9 +66,7 @@ def warming(settings: Settings, *, behind: bool = True) -> Embedder | None:
         compiled.resume()
         compile_behind(embedder)
     if embedder is not None:
-        threading.Thread(
-            target=warm_up, args=(embedder,), name="ep-mcp-warm-up", daemon=True
-        ).start()
+        start_warm_up(embedder)
     return embedder
 
 
