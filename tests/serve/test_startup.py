@@ -91,7 +91,7 @@ def test_a_restart_answers_by_its_words_while_the_query_model_loads(tmp_path: Pa
 
     model = SlowModel()  # the restart: its model loads on the warm-up thread
     embedder = QueryEmbeddingCache(model)
-    startup.start_warm_up(embedder)
+    startup.start_warm_up(embedder, words_meanwhile=True)
     library = startup.open_packs(settings, embedder, build="later")
     try:
         startup.finish(library)
@@ -116,6 +116,6 @@ def test_a_model_that_fails_to_load_leaves_queries_to_the_usual_fallback(tmp_pat
             raise EmbeddingError("the model file is unreadable")
 
     embedder = QueryEmbeddingCache(Broken())
-    startup.start_warm_up(embedder)
+    startup.start_warm_up(embedder, words_meanwhile=True)
     assert embedder.loading is not None and embedder.loading.wait(timeout=60)
     assert embedder.ready()  # no longer "loading": the legs say the failure themselves

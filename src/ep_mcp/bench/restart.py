@@ -37,7 +37,7 @@ def _main(pack: str, index_dir: str, query: str) -> dict[str, Any]:
 
     mark("imports")
     settings = resolve_settings(None, (pack,), index_dir=Path(index_dir))
-    embedder = startup.warming(settings)
+    embedder = startup.warming(settings, words_meanwhile=True)  # as one `serve` process
     library = startup.open_packs(settings, embedder, build="later", lexical_first=None)
     startup.finish(library)
     mark("ready")

@@ -42,22 +42,27 @@ def warm_up(embedder: Embedder) -> None:
             loading.set()
 
 
-def start_warm_up(embedder: Embedder) -> None:
-    """Load ``embedder``'s model on a daemon thread. A local model's queries (the query cache
-    of `make_embedder` in front of it) are answered lexically, at once, until it is loaded:
-    a restart's first answer does not wait for the model (``mode: lexical``, with a note)."""
+def start_warm_up(embedder: Embedder, *, words_meanwhile: bool) -> None:
+    """Load ``embedder``'s model on a daemon thread. ``words_meanwhile`` (one `serve`
+    process): a local model's queries (the query cache of `make_embedder` in front of it) are
+    answered lexically, at once, until it is loaded — a restart's first answer does not wait
+    for the model (``mode: lexical``, with a note); else they wait for it (HTTP workers)."""
     from ep_mcp.index.embed.base import query_cost
     from ep_mcp.index.embed.cache import QueryEmbeddingCache
 
-    if isinstance(embedder, QueryEmbeddingCache) and query_cost(embedder) == "compute":
+    local = query_cost(embedder) == "compute"
+    if words_meanwhile and isinstance(embedder, QueryEmbeddingCache) and local:
         embedder.loading = threading.Event()
     threading.Thread(target=warm_up, args=(embedder,), name="ep-mcp-warm-up", daemon=True).start()
 
 
-def warming(settings: Settings, *, behind: bool = True) -> Embedder | None:
+def warming(
+    settings: Settings, *, behind: bool = True, words_meanwhile: bool = False
+) -> Embedder | None:
     """The configured embedder, its model loading on a daemon thread; ``behind``: a local
     model not compiled yet is compiled by a low-priority child process meanwhile (the words
-    are served first: `index.embed.compiled`)."""
+    are served first: `index.embed.compiled`); ``words_meanwhile``: queries do not wait for
+    the load (`start_warm_up`)."""
     from ep_mcp.index.embed import compiled
     from ep_mcp.index.embed.factory import make_embedder
 
@@ -66,7 +71,7 @@ def warming(settings: Settings, *, behind: bool = True) -> Embedder | None:
         compiled.resume()
         compile_behind(embedder)
     if embedder is not None:
-        start_warm_up(embedder)
+        start_warm_up(embedder, words_meanwhile=words_meanwhile)
     return embedder
 
 
