@@ -154,7 +154,7 @@ IN_PASSING = "how do I index a folder of markdown files I keep in Obsidian"  # O
 @pytest.mark.xfail(
     strict=True,
     reason="issue #18 build 4, not met: one unknown product named in passing withholds a "
-    "question the pack answers (`unknown_names`; docs/BENCHMARKS.md, fourth round)",
+    "question the pack answers (`unknown_names`; docs/BENCHMARKS.md, fifth round)",
 )
 def test_a_question_naming_one_unknown_product_in_passing_is_not_withheld(
     docs_pack: tuple[Path, dict[str, str]],

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class EpMcpError(Exception):
     they differ only in the optional ``next_step`` suffix.
     """
 
-    status: ClassVar[int] = 503  # the service could not answer this (a layer failed)
+    status: int = 503  # the service could not answer this (a layer failed)
 
     def __init__(self, *args: object, next_step: NextStep | None = None) -> None:
         super().__init__(*args)
@@ -119,3 +118,27 @@ class ServeError(EpMcpError):
 
 class IndexUnavailableError(EpMcpError):
     """The server a pack's index is served from cannot be reached now (it is retried once)."""
+
+
+class BadRequest(EpMcpError):
+    """An HTTP request that cannot be read as asked: not JSON, a flag that is not true or
+    false, a count that is not an integer (400) — or, given, the status of a well-formed but
+    invalid value (422) or a pack not found (404)."""
+
+    status = 400
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Refused(EpMcpError):
+    """The workbench refuses a page or fragment with this HTTP status: the key's decision
+    (401, 403), a pack or fragment that does not exist (404), a question it cannot answer
+    (400)."""
+
+    status = 403
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status

@@ -10,7 +10,7 @@ import difflib
 import hashlib
 import re
 from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ep_mcp.errors import LIST_FILES, LIST_TOPICS, NotFoundError, QueryError
@@ -32,6 +32,9 @@ from ep_mcp.reading_results import (
 )
 
 MAX_PATH_CHARS = 1024
+# The messages every front door (MCP, the workbench, the CLI) gives for a bad read.
+PATH_OR_ID = "pass exactly one of `path` or `id` (a fragment id from a search hit is an id)"
+NEIGHBORS_NEED_SECTION = "`neighbors` needs `section` — name the section to centre on"
 _SEPARATORS = re.compile(r"\s*(?:>|\u203a|\u00bb)\s*")  # >, single and double angle quotes
 
 
@@ -157,6 +160,52 @@ def _span(doc: Document, line_range: tuple[int, int], reconstruct: bool) -> Span
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     end = start + len(text.encode("utf-8"))
     return Span(text, (first, last), (start, end), f"sha256:{digest}")
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """What to read of one file: ``ep_read``'s arguments, checked once for every door."""
+
+    path: str | None = None
+    doc_id: str | None = None
+    section: str | None = None
+    neighbors: bool = False
+    reconstruct: bool = False
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, object], *, centre: bool = False) -> ReadRequest:
+        """From ``path`` or ``id`` (exactly one; a fragment id opens its section), ``section``,
+        ``neighbors`` and ``reconstruct``. ``centre`` (the workbench): the sections around
+        the one read come with it whenever a section is read."""
+        path, doc_id, section = (_opt_text(args, key) for key in ("path", "id", "section"))
+        if (path is None) == (doc_id is None):
+            raise QueryError(PATH_OR_ID)
+        target = fragment_target(doc_id or path or "") if section is None else None
+        if target is not None:  # a fragment id from a search: its file, at its section
+            path, doc_id, section = None, target[0], target[1]  # `id` resolves ids and paths
+        neighbors = section is not None if centre else bool(args.get("neighbors", False))
+        if neighbors and section is None:
+            raise QueryError(NEIGHBORS_NEED_SECTION)
+        return cls(path, doc_id, section, neighbors, bool(args.get("reconstruct", False)))
+
+    def read(self, pack: Pack) -> DocumentRead:
+        return read_document(
+            pack,
+            path=self.path,
+            doc_id=self.doc_id,
+            section=self.section,
+            neighbors=self.neighbors,
+            reconstruct=self.reconstruct,
+        )
+
+
+def _opt_text(args: Mapping[str, object], key: str) -> str | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise QueryError(f"`{key}` must be a string")
+    return value
 
 
 def read_document(

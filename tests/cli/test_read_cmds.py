@@ -64,7 +64,7 @@ def test_read_by_id_and_with_neighbors_in_file_order(
 def test_read_refuses_neighbors_without_a_section_as_usage(ep: Ep, small_pack: Path) -> None:
     result = ep("read", small_pack, "tomatoes.md", "--neighbors")
     assert result.exit_code == 2
-    assert "--neighbors needs --section" in result.stderr
+    assert "`neighbors` needs `section`" in result.stderr  # ep_read's words
 
 
 def test_a_missing_file_names_cli_commands_not_tools(ep: Ep, small_pack: Path) -> None:

@@ -5,19 +5,32 @@ Each set runs twice, once per split, against per-pack floors a little below what
 pack), so the gate catches a regression on queries no constant was tuned on; `.ci/run` runs it.
 "Today" comes from ``EP_EVAL_TODAY``. Indexes are cached in pytest's cache folder (or
 ``EP_EVAL_WORK``) so a rerun only re-embeds what changed.
+
+Every set also runs on the PostgreSQL engine when a PostgreSQL with pgvector is found
+(tests/postgres_server.py; skipped with the reason otherwise): the SQLite index is loaded into
+the server and served from there, must meet the same floors, and must rank every query exactly
+as SQLite does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
 
 from conftest import PACKS, SHARED_ENV, SKILLS
-from ep_mcp.config import Settings
+from ep_mcp.config import IndexEngine, Settings
 from ep_mcp.config_env import resolve_environment
-from ep_mcp.eval.golden import load_golden, parse_minimums, render_table, shortfalls
+from ep_mcp.eval.golden import (
+    GoldenSet,
+    PackReport,
+    load_golden,
+    parse_minimums,
+    render_table,
+    shortfalls,
+)
 from ep_mcp.eval.run import evaluate_golden
 
 HERE = Path(__file__).resolve().parent
@@ -67,10 +80,7 @@ def minimums(pack: str, split: str) -> dict[str, float]:
     return parse_minimums(os.environ.get("EP_EVAL_MIN_TEST", TEST_MIN.get(pack, DEFAULT_MIN)))
 
 
-@pytest.mark.golden
-@pytest.mark.parametrize("split", ["dev", "test"])
-@pytest.mark.parametrize("golden_file", SETS, ids=[p.stem for p in SETS])
-def test_golden_set_meets_the_minimums(golden_file: Path, split: str, work: Path) -> None:
+def _golden(golden_file: Path) -> tuple[GoldenSet, list[Path]]:
     golden = load_golden(golden_file)
     roots = [root for root in (PACKS, SKILLS) if (root / golden.pack).is_dir()]
     if not roots:
@@ -78,8 +88,39 @@ def test_golden_set_meets_the_minimums(golden_file: Path, split: str, work: Path
             f"pack {golden.pack} is not present under {PACKS} or {SKILLS} — set {SHARED_ENV} "
             "to the shared folder, or put it at ../shared beside the repository"
         )
+    return golden, roots
+
+
+def _answers(report: PackReport) -> list[tuple[str, tuple[str, ...], int | None, int]]:
+    return [(o.query.id, o.ranked, o.rank, o.returned) for o in report.outcomes]
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("split", ["dev", "test"])
+@pytest.mark.parametrize("golden_file", SETS, ids=[p.stem for p in SETS])
+def test_golden_set_meets_the_minimums(golden_file: Path, split: str, work: Path) -> None:
+    golden, roots = _golden(golden_file)
     (report,) = evaluate_golden(
         [golden], roots, resolve_environment(Settings(), os.environ), work, split=split
     )
     print(render_table([report]))
     assert not shortfalls(report, minimums(golden.pack, split))
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("split", ["dev", "test"])
+@pytest.mark.parametrize("golden_file", SETS, ids=[p.stem for p in SETS])
+def test_golden_set_on_postgres_meets_the_minimums_as_sqlite_ranks(
+    golden_file: Path, split: str, work: Path, postgres_dsn: str
+) -> None:
+    golden, roots = _golden(golden_file)
+    settings = resolve_environment(Settings(), os.environ)
+    (sqlite,) = evaluate_golden([golden], roots, settings, work, split=split)
+    served = dataclasses.replace(settings.index, engine=IndexEngine.POSTGRES, dsn=postgres_dsn)
+    (report,) = evaluate_golden(
+        [golden], roots, dataclasses.replace(settings, index=served), work, split=split
+    )
+    print(render_table([report]))
+    assert not shortfalls(report, minimums(golden.pack, split))
+    assert _answers(report) == _answers(sqlite)
+    assert report.to_dict() == sqlite.to_dict()

@@ -531,7 +531,7 @@ def test_with_a_callers_vector_a_neighbour_outside_the_pool_counts_as_half_relat
 def test_an_empty_query_is_refused_with_the_advice_users_read(pumps: Index) -> None:
     with pytest.raises(QueryError) as caught:
         pumps.search(SearchRequest("  "))
-    assert str(caught.value) == "the query is empty — pass some words to search for"
+    assert str(caught.value) == "the query is blank — pass some words to search for"
 
 
 def test_the_result_names_the_query_the_pack_and_the_assessment(pumps: Index) -> None:

@@ -109,9 +109,9 @@ def run_beir(
     )
 
 
-def load_into_postgres(settings: Settings, index: Path, slug: str) -> Loaded:
+def load_into_postgres(settings: Settings, index: Path, slug: str, *, suffix: str = "") -> Loaded:
     """A built SQLite ``index`` loaded into PostgreSQL (``index.dsn``) as the current version
-    of ``slug``, named by the file's checksum (a second run finds it loaded)."""
+    of ``slug``, named by the file's checksum and ``suffix`` (a second run finds it loaded)."""
     from ep_mcp import __version__
     from ep_mcp.index import artifact
     from ep_mcp.index.pgload import load_index
@@ -124,7 +124,7 @@ def load_into_postgres(settings: Settings, index: Path, slug: str) -> Loaded:
         store.close()
     manifest = artifact.Manifest(
         slug=slug,
-        version=f"bench-{digest[:16]}",
+        version=f"bench-{digest[:16]}{suffix}",
         built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         ep_mcp_version=__version__,
         content_hash=digest,

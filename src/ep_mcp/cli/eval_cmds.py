@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from ep_mcp.cli.app import (
     provider_option,
     resolve_settings,
 )
-from ep_mcp.config import Settings
+from ep_mcp.config import IndexEngine, Settings
 
 work_option = click.option(
     "--work",
@@ -89,6 +90,19 @@ def _settings(config: Path | None, provider: str | None) -> tuple[Settings, Path
 )
 @click.option("--label", default="", help="A note stored with the report (e.g. the change).")
 @click.option(
+    "--engine",
+    "index_engine",
+    type=click.Choice(["sqlite", "postgres"]),
+    help="Serve the packs from this index engine (default: index.engine of --config, else "
+    "sqlite). postgres builds each pack in SQLite, loads it into the server of --dsn (or "
+    "index.dsn / index.dsn_file of --config) as its current version, and answers from there.",
+)
+@click.option(
+    "--dsn",
+    help="The libpq DSN of the PostgreSQL to evaluate on (implies --engine postgres); "
+    "prefer index.dsn_file in --config for a DSN holding a password.",
+)
+@click.option(
     "--save/--no-save",
     default=True,
     show_default=True,
@@ -110,6 +124,8 @@ def eval_cmd(
     plots_dir: Path | None,
     merged: bool,
     label: str,
+    index_engine: str | None,
+    dsn: str | None,
     save: bool,
     config: Path | None,
     provider: str | None,
@@ -126,6 +142,7 @@ def eval_cmd(
     from ep_mcp.eval.run import evaluate_golden
 
     settings, home = _settings(config, provider)
+    settings = _served_by(settings, index_engine, dsn)
     if merged:
         _eval_merged(golden, roots, split, k, settings, work or home / "eval", as_json)
         return
@@ -158,6 +175,24 @@ def eval_cmd(
                 f"{miss['query']!r} → {', '.join(miss['got'][:3]) or 'nothing'}",
                 err=True,
             )
+
+
+def _served_by(settings: Settings, index_engine: str | None, dsn: str | None) -> Settings:
+    """``settings`` with the engine of ``--engine`` / ``--dsn`` (unchanged without either)."""
+    if index_engine is None and dsn is None:
+        return settings
+    if index_engine == "sqlite" and dsn is not None:
+        raise click.UsageError("--dsn names a PostgreSQL: use it with --engine postgres")
+    engine = IndexEngine.SQLITE if index_engine == "sqlite" else IndexEngine.POSTGRES
+    index = dataclasses.replace(settings.index, engine=engine)
+    if dsn is not None:
+        index = dataclasses.replace(index, dsn=dsn, dsn_file=None)
+    if engine == IndexEngine.POSTGRES and index.dsn is None and index.dsn_file is None:
+        raise click.UsageError(
+            "--engine postgres needs a server: give --dsn, or index.dsn / index.dsn_file in "
+            "--config"
+        )
+    return dataclasses.replace(settings, index=index)
 
 
 def _eval_merged(

@@ -27,6 +27,7 @@ from ep_mcp.cli.app import (
 from ep_mcp.config import PackSettings, Settings
 from ep_mcp.errors import IndexDamagedError, PackError
 from ep_mcp.logsafe import one_line
+from ep_mcp.retrieval.types import MAX_RESULTS, out_of_range
 
 if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no change skips it
     from ep_mcp.indexing import IndexOutcome
@@ -198,10 +199,32 @@ def render_result(result: SearchResult) -> str:
     return "\n".join(lines)
 
 
+def _search(lib: Library, args: Mapping[str, object], explain: bool) -> SearchResult:
+    """`ep_search` through the registry, as the MCP tool and `/search` call it."""
+    from ep_mcp.retrieval.types import SearchResult
+    from ep_mcp.tools.registry import ToolContext, call_tool_record
+
+    ctx = ToolContext(library=lib, extras={"explain": explain})
+    result = call_tool_record(ctx, "ep_search", args)
+    assert isinstance(result, SearchResult)  # one pack opened
+    return result
+
+
+class Count(click.IntRange):
+    """-n: 1-50, refused in the words `/search` and the tools use for theirs."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        n = click.INT.convert(value, param, ctx)
+        if not 1 <= n <= MAX_RESULTS:
+            self.fail(out_of_range("-n", 1, MAX_RESULTS, n), param, ctx)
+        return n
+
+
 @main.command("search")
 @pack_argument
 @click.argument("query")
-@click.option("-n", "--max-results", "n", type=click.IntRange(1, 50), default=10, show_default=True)
+@click.option("-n", "--max-results", "n", type=Count(1, MAX_RESULTS), default=10,
+              show_default=True)  # fmt: skip
 @click.option("--type", "type_", help="Only hits of this frontmatter type.")
 @click.option("--tags", help="Only hits with any of these tags (comma-separated).")
 @click.option("--reconstruct", is_flag=True, help="Add exact line/byte provenance to each hit.")
@@ -233,25 +256,25 @@ def search_cmd(
 ) -> None:
     """Search PACK for QUERY (the index is brought up to date first)."""
     from ep_mcp.retrieval.types import SearchRequest
+    from ep_mcp.tools.registry import get_tool, validate_arguments
 
     tag_list = tuple(t.strip() for t in (tags or "").split(",") if t.strip())
-    request = SearchRequest(
-        query=query,
-        k=n,
-        type=type_,
-        tags=tag_list,
-        reconstruct=reconstruct,
-        explain=explain,
-        include_low_confidence=low,
-    )
+    args: dict[str, object] = {"query": query, "max_results": n, "reconstruct": reconstruct,
+                               "include_low_confidence": low}  # fmt: skip
+    if type_ is not None:
+        args["type"] = type_
+    if tag_list:
+        args["tags"] = list(tag_list)
+    validate_arguments(get_tool("ep_search"), args)  # refused before the index is brought up
+    SearchRequest.from_args(args)
     lib, rt = _open_one(pack, provider, index_dir, config=config)
     try:
         try:
-            result = rt.search(request)
+            result = _search(lib, args, explain)
         except IndexDamagedError:  # met mid-query: reopening rebuilds it, once
             lib.close()
             lib, rt = _open_one(pack, provider, index_dir, config=config)
-            result = rt.search(request)
+            result = _search(lib, args, explain)
         from ep_mcp.reading import filter_warnings
 
         for warning in filter_warnings(rt.pack, type_, tag_list):

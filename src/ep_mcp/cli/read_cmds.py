@@ -10,6 +10,7 @@ import click
 
 from ep_mcp.cli.app import config_option, emit_json, fail_cleanly, json_option, main
 from ep_mcp.cli.pack_cmds import pack_argument, pack_settings
+from ep_mcp.errors import QueryError
 
 if TYPE_CHECKING:
     from ep_mcp.packs.models import Pack
@@ -56,28 +57,21 @@ def read_cmd(
 
     List the files with `ep-mcp topics PACK`. --json answers what the ep_read tool answers.
     """
-    from ep_mcp.reading import find_document, fragment_target, read_document
+    from ep_mcp.reading import ReadRequest, find_document
 
-    if (path is None) == (doc_id is None):
-        raise click.UsageError("pass PATH or --id (exactly one)")
-    target = fragment_target(doc_id or path or "") if section is None else None
-    if target is not None:  # a fragment id from `search --json --reconstruct`
-        path, doc_id = None, target[0]
-        section = target[1]
-    if neighbors and section is None:
-        raise click.UsageError("--neighbors needs --section (the section to centre on)")
+    # ep_read's own checks (no call_tool here: the CLI reads the pack from disk, no index)
+    try:
+        request = ReadRequest.from_args(
+            {"path": path, "id": doc_id, "section": section, "neighbors": neighbors,
+             "reconstruct": reconstruct}
+        )  # fmt: skip
+    except QueryError as exc:  # the tool's words, as a usage error (exit 2)
+        raise click.UsageError(str(exc)) from None
     loaded = load_one(pack, config)
-    if section is None and not as_json:  # byte for byte, as it is on disk
-        click.echo(find_document(loaded, path, doc_id).text, nl=False)
+    if request.section is None and not as_json:  # byte for byte, as it is on disk
+        click.echo(find_document(loaded, request.path, request.doc_id).text, nl=False)
         return
-    read = read_document(
-        loaded,
-        path=path,
-        doc_id=doc_id,
-        section=section,
-        neighbors=neighbors,
-        reconstruct=reconstruct,
-    )
+    read = request.read(loaded)
     if as_json:
         emit_json(read.to_dict())
     else:

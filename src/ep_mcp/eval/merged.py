@@ -27,7 +27,7 @@ from ep_mcp.eval.golden import (
     select_split,
     with_refusals,
 )
-from ep_mcp.eval.run import open_runtime
+from ep_mcp.eval.run import open_served
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.retrieval.merge import ScoreRule, merge_results
@@ -130,7 +130,7 @@ def evaluate_merged(
         for golden in sets:
             folder = find_pack(golden.pack, roots)
             chosen.append(select_split(with_refusals(golden, folder), split))
-            rt = open_runtime(folder, settings, emb if not isinstance(emb, str) else None, work)
+            rt = open_served(folder, settings, emb if not isinstance(emb, str) else None, work)
             runtimes[golden.pack] = rt
         lib = Library(settings, runtimes, None)
         queries = list(dict.fromkeys(q.query for g in chosen for q in g.queries))

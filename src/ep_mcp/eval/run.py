@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config import IndexEngine, PackSettings, Settings
 from ep_mcp.eval.golden import (
     GoldenSet,
     PackReport,
@@ -47,6 +48,20 @@ def open_runtime(
     return rt
 
 
+def open_served(
+    folder: Path, settings: Settings, embedder: Embedder | None, work: Path
+) -> PackRuntime:
+    """``open_runtime`` (built), served by ``settings``' engine: with postgres, the SQLite index
+    built in ``work`` is loaded into ``index.dsn`` and a runtime serving that version returned."""
+    if settings.index.engine != IndexEngine.POSTGRES:
+        return open_runtime(folder, settings, embedder, work)
+    from ep_mcp.bench.query import served_from_postgres  # bench imports this module
+
+    sqlite = dataclasses.replace(settings.index, engine=IndexEngine.SQLITE)
+    built = open_runtime(folder, dataclasses.replace(settings, index=sqlite), embedder, work)
+    return served_from_postgres(built, settings)
+
+
 def evaluate_golden(
     sets: Sequence[GoldenSet],
     roots: Sequence[Path],
@@ -60,13 +75,15 @@ def evaluate_golden(
     """Every golden set against its pack (found under ``roots``), indexes cached in ``work``.
 
     The pack's own refusals (``refusals:``) join each set before ``split`` (dev, test or all)
-    picks the queries."""
+    picks the queries. With ``index.engine: postgres`` each pack is built in SQLite (the build
+    format, cached in ``work`` as always), loaded into the server of ``index.dsn`` as its
+    current version, and the queries are answered from there."""
     emb = make_embedder(settings) if embedder == "auto" else embedder
     reports = []
     for golden in sets:
         folder = find_pack(golden.pack, roots)
         golden = select_split(with_refusals(golden, folder), split)
-        rt = open_runtime(folder, settings, emb if not isinstance(emb, str) else None, work)
+        rt = open_served(folder, settings, emb if not isinstance(emb, str) else None, work)
         try:
 
             def answer(query: str, rt: PackRuntime = rt) -> list[str]:

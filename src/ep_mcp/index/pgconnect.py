@@ -7,6 +7,7 @@ message ever quotes it: errors name the setting (``index.dsn``) and PostgreSQL's
 
 from __future__ import annotations
 
+import re
 from types import ModuleType
 from typing import Any
 
@@ -53,6 +54,31 @@ def first_line(exc: BaseException) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def _secrets(dsn: str) -> list[str]:
+    """The password a DSN holds, when libpq can parse it (psycopg reads PGPASSWORD apart)."""
+    psycopg = psycopg_module()
+    try:
+        password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")
+    except psycopg.Error:
+        return []
+    return [str(password)] if password else []
+
+
+def redact(text: str, dsn: str) -> str:
+    """``text`` (libpq's message about ``dsn``) with nothing of the DSN's password in it: the
+    parsed password is masked, and a quoted piece of the DSN itself (libpq quotes the word it
+    could not parse, or the whole URI) is cut out whenever the DSN does not parse."""
+    secrets = _secrets(dsn)
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    if not secrets:
+        text = _QUOTED.sub(lambda m: '"…"' if m[1] not in ("", "=") and m[1] in dsn else m[0], text)
+    return text
+
+
 def connect(dsn: str, key: str = "index.dsn", *, at_start: bool = True) -> Any:
     """An autocommit connection; a DSN that is malformed or a server that cannot be reached is
     a `ConfigError` at start (``at_start``) and an `IndexUnavailableError` later."""
@@ -61,11 +87,11 @@ def connect(dsn: str, key: str = "index.dsn", *, at_start: bool = True) -> Any:
         conn = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
     except psycopg.ProgrammingError as exc:  # the DSN itself does not parse
         raise ConfigError(
-            f"{key}: not a libpq connection string ({first_line(exc)}) — write it as "
+            f"{key}: not a libpq connection string ({redact(first_line(exc), dsn)}) — write it as "
             "'host=H port=P dbname=D user=U' or postgresql://U@H:P/D"
         ) from None
     except psycopg.Error as exc:
-        what = first_line(exc)
+        what = redact(first_line(exc), dsn)
         if at_start:
             raise ConfigError(
                 f"{key}: cannot connect to PostgreSQL ({what}) — check the host, port, "

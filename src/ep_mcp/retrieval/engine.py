@@ -35,7 +35,7 @@ from ep_mcp.retrieval.rerank import Reranker, rerank_or_keep
 from ep_mcp.retrieval.settings import boost_settings, fallback_weights, threshold_settings, today_of
 from ep_mcp.retrieval.source import ChunkSource, LegExecutors, LiveFiles, QueryEmbedding
 from ep_mcp.retrieval.support import penalise_one_leg
-from ep_mcp.retrieval.types import Hit, SearchRequest, SearchResult
+from ep_mcp.retrieval.types import BLANK_QUERY, Hit, SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView
 from ep_mcp.text import name_words
 
@@ -105,7 +105,7 @@ def search(
     """Run one query against one pack's index, stage by stage."""
     started = time.perf_counter()
     if not request.query.strip() and request.vector is None:
-        raise QueryError("the query is empty — pass some words to search for")
+        raise QueryError(BLANK_QUERY)  # the words every front door gives
     options = options or SearchOptions()
     deadline_ms = options.deadline_ms
     deadline = time.monotonic() + deadline_ms / 1000.0 if deadline_ms is not None else None

@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from ep_mcp.errors import QueryError
+
+# The messages every front door (MCP, /search, the workbench, the CLI) gives for a bad search.
+BLANK_QUERY = "the query is blank — pass some words to search for"
+MAX_RESULTS = 50  # ep_search's `max_results` (and /search's `n`, the CLI's -n) is 1..50
+
+
+def out_of_range(name: str, lo: int, hi: int, got: object) -> str:
+    """The one wording of a number outside its range, naming the caller's own parameter."""
+    return f"`{name}` must be between {lo} and {hi} — got {str(got)[:40]}"
 
 
 @dataclass(frozen=True)
@@ -19,6 +31,44 @@ class SearchRequest:
     tag_hints: tuple[str, ...] = ()  # boost per shared tag
     include_low_confidence: bool = False  # keep the hits even below min_answerable
     rerank: bool = True  # False: skip the configured reranker for this query
+
+    @classmethod
+    def from_args(
+        cls,
+        args: Mapping[str, object],
+        *,
+        vector: tuple[float, ...] | None = None,
+        explain: bool = False,
+    ) -> SearchRequest:
+        """A request from `ep_search`'s arguments (``query``, ``max_results``, ``type``,
+        ``tags``, ``reconstruct``, ``include_low_confidence``, ``rerank``): the one place a
+        search's arguments are checked past their schema, whichever door they came in by.
+        ``vector`` (POST /search) and ``explain`` (CLI, workbench) are outside the schema."""
+        query = args.get("query")
+        if not isinstance(query, str):
+            raise QueryError("`query` must be a string")
+        if not query.strip():
+            raise QueryError(BLANK_QUERY)
+        k = args.get("max_results", 10)
+        if isinstance(k, bool) or not isinstance(k, int | float):
+            raise QueryError("`max_results` must be an integer")
+        if not 1 <= k <= MAX_RESULTS:
+            raise QueryError(out_of_range("max_results", 1, MAX_RESULTS, k))
+        doc_type = args.get("type")
+        tags = args.get("tags") or ()
+        if not isinstance(tags, list | tuple):
+            raise QueryError("`tags` must be a list of strings")
+        return cls(
+            query=query,
+            k=int(k),
+            type=str(doc_type) if doc_type else None,
+            tags=tuple(str(t) for t in tags),
+            reconstruct=bool(args.get("reconstruct", False)),
+            vector=vector,
+            explain=explain,
+            include_low_confidence=bool(args.get("include_low_confidence", False)),
+            rerank=bool(args.get("rerank", True)),
+        )
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,9 @@ class TokenGrant:
 
     packs: frozenset[str] = frozenset()
     hub: bool = False
+    # the wall-clock second (time.time) after which the token is no longer accepted: a
+    # `subscriptions/listen` stream it opened ends then (None: no end known)
+    until: float | None = field(default=None, compare=False)
 
 
 Presented = bytes | Credential | TokenGrant  # what a request's Authorization header became

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -27,7 +28,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from ep_mcp.config import ServerSettings
 from ep_mcp.index.artifact import served_version
@@ -208,9 +209,43 @@ class McpEndpoint:
             return
         if await answer_tool_call(manager, scope, body, send):  # a plain stateless tools/call
             return
-        await manager.handle_request(
-            scope, replay(body, then=receive if _listens(body) else None), send
-        )
+        listens = _listens(body)
+        until = credential.until if isinstance(credential, auth.TokenGrant) else None
+        if not listens or until is None:
+            await manager.handle_request(
+                scope, replay(body, then=receive if listens else None), send
+            )
+            return
+        # a listen stream lasts as long as the token that opened it is accepted, no longer
+        await _until(until, manager, scope, replay(body, then=receive), send)
+
+
+async def _until(
+    until: float, manager: StreamableHTTPSessionManager, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """Serve a listen stream until the wall-clock second ``until`` (its token's end), then
+    end its response: the body closed if it had begun, else a 401."""
+    state = {"started": False, "ended": False}
+
+    async def tracked(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            state["started"] = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            state["ended"] = True
+        await send(message)
+
+    with anyio.move_on_after(max(0.0, until - time.time())) as expiry:
+        await manager.handle_request(scope, receive, tracked)
+    if not expiry.cancelled_caught or state["ended"]:
+        return
+    logger.info("a subscriptions/listen stream ended: its access token expired")
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        if state["started"]:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        else:
+            await error_response(401, "the access token expired — get a new one")(
+                scope, receive, send
+            )
 
 
 def _auth_kind(ring: auth.KeyRing, slug: str) -> str:

@@ -17,9 +17,14 @@ is never logged. Everything here is synchronous; the HTTP layer runs it on a wor
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+import http.client
 import json
 import logging
+import math
+import re
+import socket
 import threading
 import time
 import urllib.error
@@ -41,6 +46,7 @@ MAX_DOCUMENT_BYTES = 1_000_000  # a JWKS, metadata or introspection answer
 MAX_CACHED = 10_000  # introspection answers kept
 # the key type (and curve) each algorithm's key must have
 _KTY = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
+_PRIVATE = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")  # JWK members of private keys
 _CRV = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521"}
 
 Clock = Callable[[], float]
@@ -63,18 +69,69 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # a redirect is an error: keys come from the URL configured or discovered
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect)
+_exchange = threading.local()  # this thread's fetch: its deadline and the timers armed for it
+
+
+def _arm(sock: socket.socket) -> None:
+    """Shut ``sock`` down when this thread's fetch runs past its deadline: a server dripping a
+    byte at a time never trips the per-read timeout, and would hold the fetch for hours."""
+    at: float | None = getattr(_exchange, "at", None)
+    if at is None:
+        return
+
+    def shut() -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(max(0.0, at - time.monotonic()), shut)
+    timer.daemon = True
+    timer.start()
+    _exchange.timers.append(timer)
+
+
+def _deadline_class(base: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
+    class WithDeadline(base):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            super().connect()
+            _arm(self.sock)
+
+    return WithDeadline
+
+
+class _Deadline:
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_deadline_class(http_class), req, **kwargs)  # type: ignore[misc]
+
+
+class _HTTP(_Deadline, urllib.request.HTTPHandler):
+    pass
+
+
+class _HTTPS(_Deadline, urllib.request.HTTPSHandler):
+    pass
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect, _HTTP, _HTTPS)
 
 
 def fetch_json(request: urllib.request.Request, timeout: float) -> Mapping[str, Any]:
-    """One JSON object over HTTP, bounded in time and size; anything else is `Unavailable`."""
+    """One JSON object over HTTP, bounded in size and, from connecting to the last byte, in
+    time (``timeout``); anything else is `Unavailable`."""
+    _exchange.at, _exchange.timers = time.monotonic() + timeout, []
     try:
         with _OPENER.open(request, timeout=timeout) as response:
             raw = response.read(MAX_DOCUMENT_BYTES + 1)
     except urllib.error.HTTPError as exc:
         raise Unavailable(f"HTTP {exc.code}") from None
-    except (OSError, ValueError) as exc:  # URLError, timeouts, refused connections
-        raise Unavailable(str(getattr(exc, "reason", exc))[:200]) from None
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timeouts, cut
+        if time.monotonic() >= _exchange.at:
+            raise Unavailable(f"no complete answer within {timeout:g} s") from None
+        reason = getattr(exc, "reason", None) or exc
+        raise Unavailable(f"{type(exc).__name__}: {str(reason)[:200]}") from None
+    finally:
+        for timer in _exchange.timers:
+            timer.cancel()
+        _exchange.at, _exchange.timers = None, []
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise Unavailable(f"answer over {MAX_DOCUMENT_BYTES} bytes")
     try:
@@ -98,18 +155,27 @@ def metadata_urls(issuer: str) -> list[str]:
     ]
 
 
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 §3.3 scope-token
+
+
 def _scopes(value: object) -> frozenset[str]:
+    """The scope tokens of a `scope` string (separated by single spaces, RFC 6749 §3.3) or a
+    list of them. A token with any other character is ignored, not split: `str.split()` also
+    cut at tabs, no-break spaces and other Unicode spaces, so one odd scope the AS granted
+    (`ep:hub\u00a0ep:pack:b`) became two privileges here."""
     if isinstance(value, str):
-        return frozenset(value.split())
-    if isinstance(value, list) and all(isinstance(s, str) for s in value):
-        return frozenset(value)
-    return frozenset()
+        items: list[object] = list(value.split(" "))
+    elif isinstance(value, list):
+        items = value
+    else:
+        return frozenset()
+    return frozenset(s for s in items if isinstance(s, str) and _SCOPE_TOKEN.fullmatch(s))
 
 
-def grant_of(scopes: frozenset[str]) -> TokenGrant:
-    """What ``scopes`` open: `ep:pack:<slug>` each pack, `ep:hub` the hub."""
+def grant_of(scopes: frozenset[str], until: float | None = None) -> TokenGrant:
+    """What ``scopes`` open: `ep:pack:<slug>` each pack, `ep:hub` the hub (until ``until``)."""
     packs = frozenset(s[len(PACK_SCOPE) :] for s in scopes if s.startswith(PACK_SCOPE))
-    return TokenGrant(frozenset(p for p in packs if p), HUB_SCOPE in scopes)
+    return TokenGrant(frozenset(p for p in packs if p), HUB_SCOPE in scopes, until)
 
 
 def _audience_ok(aud: object, audiences: Sequence[str]) -> bool:
@@ -191,7 +257,11 @@ class KeySet:
 
 def _key_fits(jwk: Mapping[str, Any], alg: str) -> bool:
     """The JWK may verify ``alg``: its `kty` (and curve) are that algorithm's, its own `alg`
-    (when given) is ``alg`` and its `use` (when given) is signing."""
+    (when given) is ``alg`` and its `use` (when given) is signing. A JWK with private members
+    is never used: a JWKS publishing a private key is broken (and PyJWT's private key object
+    cannot verify: it raised out of the verifier)."""
+    if any(member in jwk for member in _PRIVATE):
+        return False
     if jwk.get("kty") != _KTY.get(alg[:2]):
         return False
     if alg in _CRV and jwk.get("crv") != _CRV[alg]:
@@ -207,6 +277,7 @@ def _key_fits(jwk: Mapping[str, Any], alg: str) -> bool:
 class _Cached:
     answer: Mapping[str, Any]
     until: float
+    asked: float  # the wall-clock second it was asked (``now``)
 
 
 class TokenVerifier:
@@ -290,7 +361,9 @@ class TokenVerifier:
         exp, nbf, iat = claims.get("exp"), claims.get("nbf"), claims.get("iat")
         for name, value in (("exp", exp), ("nbf", nbf), ("iat", iat)):
             number = isinstance(value, int | float) and not isinstance(value, bool)
-            if value is not None and not number:
+            # NaN and Infinity parse from JSON: NaN compares false (never expired), Infinity
+            # never ends
+            if value is not None and not (number and math.isfinite(value)):
                 return f"`{name}` is not a number"
         if exp is None:
             return "no `exp`" if require_exp else None
@@ -353,25 +426,27 @@ class TokenVerifier:
         problem = self._times_ok(claims)
         if problem:
             return Rejected(problem)
-        return grant_of(_scopes(claims.get(self.settings.scope_claim)))
+        until = float(claims["exp"]) + self.settings.clock_skew_s
+        return grant_of(_scopes(claims.get(self.settings.scope_claim)), until)
 
     def _introspect(self, token: str, audiences: Sequence[str]) -> TokenGrant | Rejected:
-        answer = self._answer(token)
-        if answer is None:
+        found = self._answer(token)
+        if found is None:
             return Rejected("the introspection endpoint did not answer")
-        return self._introspection_grant(answer, audiences)
+        return self._introspection_grant(*found, audiences)
 
-    def _answer(self, token: str) -> Mapping[str, Any] | None:
-        """The introspection answer for ``token``: asked, or reused for at most
-        ``introspection_ttl_s`` and never past the token's `exp` (None: no answer)."""
+    def _answer(self, token: str) -> tuple[Mapping[str, Any], float] | None:
+        """The introspection answer for ``token`` and when it was asked: asked now, or reused
+        for at most ``introspection_ttl_s`` and never past the token's `exp` (None: no
+        answer)."""
         key = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
         now = self._monotonic()
         with self._cache_lock:
             cached = self._introspected.get(key)
             if cached is not None and now < cached.until:
-                return cached.answer
+                return cached.answer, cached.asked
         try:
-            answer = self._ask(token)
+            asked, answer = self._now(), self._ask(token)
         except Unavailable as exc:
             logger.warning("cannot introspect a token: %s — it is refused", exc)
             return None
@@ -380,10 +455,10 @@ class TokenVerifier:
         if isinstance(exp, int | float) and not isinstance(exp, bool):
             ttl = min(ttl, max(0.0, float(exp) - self._now()))
         with self._cache_lock:
-            self._introspected[key] = _Cached(answer, now + ttl)
+            self._introspected[key] = _Cached(answer, now + ttl, asked)
             while len(self._introspected) > MAX_CACHED:
                 self._introspected.popitem(last=False)
-        return answer
+        return answer, asked
 
     def _ask(self, token: str) -> Mapping[str, Any]:
         s = self.settings
@@ -401,7 +476,7 @@ class TokenVerifier:
         return self._fetch(request, s.timeout_s)
 
     def _introspection_grant(
-        self, answer: Mapping[str, Any], audiences: Sequence[str]
+        self, answer: Mapping[str, Any], asked: float, audiences: Sequence[str]
     ) -> TokenGrant | Rejected:
         if answer.get("active") is not True:
             return Rejected("inactive (revoked, expired or unknown)")
@@ -413,4 +488,10 @@ class TokenVerifier:
         problem = self._times_ok(answer)
         if problem:
             return Rejected(problem)
-        return grant_of(_scopes(answer.get("scope", answer.get(self.settings.scope_claim))))
+        # trusted no longer than the answer may be reused: a revocation is heard at the next ask
+        until = asked + self.settings.introspection_ttl_s
+        exp = answer.get("exp")
+        if isinstance(exp, int | float):
+            until = min(until, float(exp) + self.settings.clock_skew_s)
+        scopes = _scopes(answer.get("scope", answer.get(self.settings.scope_claim)))
+        return grant_of(scopes, until)

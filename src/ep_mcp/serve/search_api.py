@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ep_mcp.errors import EpMcpError
+from ep_mcp.errors import BadRequest, EpMcpError
 from ep_mcp.json_types import JsonObject
+from ep_mcp.retrieval.types import MAX_RESULTS, out_of_range
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import ServeContext, run_sync, until_ready
@@ -31,12 +32,6 @@ ErrorFn = Callable[..., Response]
 MAX_VECTOR_DIM = 8192
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def _flag(value: object, name: str) -> bool:
@@ -64,8 +59,8 @@ def _int(value: object, name: str) -> int:
 def _count(value: object, name: str) -> int:
     """`n` checked here, so a refusal names `n` and not the tool's `max_results`."""
     n = _int(value, name)
-    if not 1 <= n <= 50:
-        raise BadRequest(422, f"`{name}` must be between 1 and 50 — got {n}")
+    if not 1 <= n <= MAX_RESULTS:
+        raise BadRequest(422, out_of_range(name, 1, MAX_RESULTS, n))
     return n
 
 
@@ -155,7 +150,7 @@ def parse_params(data: Mapping[str, object]) -> dict[str, object]:
                 if isinstance(item, str):
                     _check_text(item, str(name)[:40])
     query = data.get("q", data.get("query"))
-    if query is None or (isinstance(query, str) and not query.strip()):
+    if query is None or query == "":  # a blank one is ep_search's to refuse (BLANK_QUERY)
         raise BadRequest(400, "missing `q` — pass the words to search for, e.g. /search?q=install")
     if not isinstance(query, str):
         raise BadRequest(400, "`q` must be a string")
@@ -250,9 +245,7 @@ async def search_endpoint(
             return error(decision.status, decision.message, gate.challenge(decision))
         await until_ready(serve.library.only(decision.allowed), "search")
         result = await run_sync(serve, _run, serve, decision.allowed, args, vector)
-    except BadRequest as exc:
-        return error(exc.status, str(exc))
-    except EpMcpError as exc:
+    except EpMcpError as exc:  # BadRequest included
         return error(exc.status, str(exc))
     took = time.perf_counter() - started
     if serve.query_log is not None:

@@ -1,7 +1,9 @@
 """The pack tools: ep_search, ep_read, ep_list_topics, ep_graph_traverse (SPEC §5).
 
-Each is a JSON schema plus a handler over the core (`PackRuntime.search`, `ep_mcp.reading`);
-the MCP server, `/search` and the CLI all reach them through the registry.
+Each is a JSON schema plus a handler over the core (`PackRuntime.search`, `ep_mcp.reading`)
+returning the core's record; the MCP server, `/search`, the workbench and the CLI's `search`
+reach them through the registry. Arguments are checked by `SearchRequest.from_args` and
+`ReadRequest.from_args`.
 """
 
 from __future__ import annotations
@@ -10,20 +12,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ep_mcp.errors import QueryError
-from ep_mcp.json_types import JsonObject
-from ep_mcp.reading import (
-    MAX_PATH_CHARS,
-    fragment_target,
-    list_topics,
-    read_document,
-    traverse,
-)
+from ep_mcp.reading import MAX_PATH_CHARS, ReadRequest, list_topics, traverse
+from ep_mcp.reading_results import DocumentRead, Topics, Traversal
 from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
-from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.tools.registry import Arguments, ToolContext, ToolSpec, register
 from ep_mcp.tools.schema import (
     JsonSchema,
-    arg_bool,
     arg_int,
     arg_opt_str,
     arg_str,
@@ -33,6 +28,7 @@ from ep_mcp.tools.schema import (
 )
 
 if TYPE_CHECKING:
+    from ep_mcp.retrieval.merge import MergedResult
     from ep_mcp.runtime import PackRuntime
 
 PACK_PROPERTY: dict[str, object] = {
@@ -257,60 +253,34 @@ def _runtime(ctx: ToolContext, args: Arguments) -> PackRuntime:
     return ctx.library.get(arg_opt_str(args, "pack") if "pack" in args else None)
 
 
-def search_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
-    query = arg_str(args, "query")
-    if not query.strip():
-        raise QueryError("ep_search: query is blank — pass some words to search for")
-    request = SearchRequest(
-        query=query,
-        k=arg_int(args, "max_results", 10),
-        type=arg_opt_str(args, "type"),
-        tags=arg_strs(args, "tags") or (),
-        reconstruct=arg_bool(args, "reconstruct"),
-        vector=ctx.extras.get("vector"),  # HTTP POST /search only; not in the MCP schema
-        include_low_confidence=arg_bool(args, "include_low_confidence"),
-        rerank=arg_bool(args, "rerank", default=True),
+def search_handler(ctx: ToolContext, args: Arguments) -> SearchResult | MergedResult:
+    request = SearchRequest.from_args(
+        args,
+        vector=ctx.extras.get("vector"),  # POST /search only; not in the MCP schema
+        explain=bool(ctx.extras.get("explain", False)),  # the CLI's --explain, the workbench
     )
     if "pack" not in args and len(ctx.library.runtimes) > 1:  # every pack the caller sees
-        return ctx.library.search_all(request).to_dict()
-    return _runtime(ctx, args).search(request).to_dict()
+        return ctx.library.search_all(request)
+    return _runtime(ctx, args).search(request)
 
 
-def read_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
-    if ("path" in args) == ("id" in args):
-        raise QueryError("ep_read: pass exactly one of `path` or `id`")
-    path = arg_str(args, "path") if "path" in args else None
-    doc_id = arg_str(args, "id") if "id" in args else None
-    section = arg_str(args, "section") if "section" in args else None
-    target = fragment_target(doc_id or path or "") if section is None else None
-    if target is not None:  # a fragment id from ep_search: its file, at its section
-        path, doc_id, section = None, target[0], target[1]  # `id` resolves ids and paths
-    if arg_bool(args, "neighbors") and section is None:
-        raise QueryError("ep_read: `neighbors` needs `section` — name the section to centre on")
-    rt = _runtime(ctx, args)
-    read = read_document(
-        rt.pack,
-        path=path,
-        doc_id=doc_id,
-        section=section,
-        neighbors=arg_bool(args, "neighbors"),
-        reconstruct=arg_bool(args, "reconstruct"),
-    )
-    return read.to_dict()
+def read_handler(ctx: ToolContext, args: Arguments) -> DocumentRead:
+    request = ReadRequest.from_args(args, centre=bool(ctx.extras.get("centre", False)))
+    return request.read(_runtime(ctx, args).pack)
 
 
-def topics_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
+def topics_handler(ctx: ToolContext, args: Arguments) -> Topics:
     doc_type = arg_str(args, "type") if "type" in args else None
-    return list_topics(_runtime(ctx, args).pack, doc_type).to_dict()
+    return list_topics(_runtime(ctx, args).pack, doc_type)
 
 
-def graph_handler(ctx: ToolContext, args: Arguments) -> JsonObject:
+def graph_handler(ctx: ToolContext, args: Arguments) -> Traversal:
     if ("file_path" in args) == ("node_id" in args):
         raise QueryError("ep_graph_traverse: pass exactly one of `file_path` or `node_id`")
     rt = _runtime(ctx, args)
     start = str(args.get("file_path") or args.get("node_id"))
     kinds = arg_strs(args, "edge_kinds")
-    return traverse(rt.pack, start, arg_int(args, "depth", 1), kinds).to_dict()
+    return traverse(rt.pack, start, arg_int(args, "depth", 1), kinds)
 
 
 register(

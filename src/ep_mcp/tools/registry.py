@@ -1,9 +1,11 @@
 """Tools by name: a JSON schema for input and output, and a handler over the core.
 
-Adapters (the MCP server, the HTTP app, the CLI) list tools and call them through here, so a
-tool is written once. Handlers take a `ToolContext` and the validated arguments and return
-JSON-ready structured content; they raise `EpMcpError` subclasses for bad input, which every
-adapter renders its own way (MCP `isError`, HTTP error envelope, CLI exit 1).
+Adapters (the MCP server, `/search`, the workbench, the CLI) list tools and call them through
+here, so a tool is written once. Handlers take a `ToolContext` and the validated arguments and
+return the library's own record (a dataclass with ``to_dict``): `call_tool_record` hands it
+back as it is (the workbench and the CLI render it), `call_tool` as JSON-ready structured
+content (MCP, `/search`). They raise `EpMcpError` subclasses for bad input, which every
+adapter renders its own way (MCP `isError`, HTTP error envelope, an HTML error, CLI exit 1).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import importlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ep_mcp.errors import NotFoundError, QueryError
 from ep_mcp.json_types import JsonObject
+from ep_mcp.retrieval.types import out_of_range
 from ep_mcp.tools.quickschema import conforms
 
 if TYPE_CHECKING:  # annotations only: this module stays import-light
@@ -34,11 +37,18 @@ class ToolContext:
 
     library: Library
     hub: SkillHub | None = None  # when the skill tools are enabled
-    # adapter-only inputs outside the tool schema (HTTP POST /search: "vector")
+    # adapter-only inputs outside the tool schema (POST /search: "vector"; the CLI and the
+    # workbench: "explain"; the workbench: "centre", a read with the sections around it)
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-Handler = Callable[[ToolContext, Arguments], JsonObject]
+class ToolResult(Protocol):
+    """What a handler returns: a record that knows its JSON."""
+
+    def to_dict(self) -> JsonObject: ...
+
+
+Handler = Callable[[ToolContext, Arguments], ToolResult]
 
 
 @dataclass(frozen=True)
@@ -120,6 +130,11 @@ def validate_arguments(spec: ToolSpec, arguments: Arguments) -> None:
     if errors:
         err = errors[0]
         where = ".".join(str(p) for p in err.path) or "arguments"
+        bounds = err.schema if isinstance(err.schema, Mapping) else {}
+        lo, hi = bounds.get("minimum"), bounds.get("maximum")
+        if err.validator in ("minimum", "maximum") and isinstance(lo, int) and isinstance(hi, int):
+            # the wording /search and the CLI give for their own count (`n`, -n)
+            raise QueryError(f"{spec.name}: {out_of_range(where, lo, hi, err.instance)}")
         raise QueryError(f"{spec.name}: {where}: {_describe(err)}")
     bad = _unencodable(arguments)
     if bad is not None:
@@ -152,15 +167,21 @@ def _unencodable(value: object, where: str = "arguments") -> str | None:
     return None
 
 
-def call_tool(ctx: ToolContext, name: str, arguments: Arguments | None) -> JsonObject:
-    """Validate and run one tool. A pack tool never reads an index the start-up build has not
-    finished (the serving adapters wait for it first: `serve.mcp_server.until_ready`)."""
+def call_tool_record(ctx: ToolContext, name: str, arguments: Arguments | None) -> ToolResult:
+    """Validate and run one tool; its record as the handler made it. A pack tool never reads
+    an index the start-up build has not finished (the serving adapters wait for it first:
+    `serve.mcp_server.until_ready`)."""
     spec = get_tool(name)
     args = dict(arguments or {})
     validate_arguments(spec, args)
     if spec.group == "pack":
         ctx.library.check_ready(f"call {name}")
     return spec.handler(ctx, args)
+
+
+def call_tool(ctx: ToolContext, name: str, arguments: Arguments | None) -> JsonObject:
+    """`call_tool_record`, the record as JSON-ready structured content."""
+    return call_tool_record(ctx, name, arguments).to_dict()
 
 
 _loaded = False

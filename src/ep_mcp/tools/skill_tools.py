@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ep_mcp.errors import NotFoundError
-from ep_mcp.json_types import JsonObject
 from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
-from ep_mcp.tools.registry import Arguments, ToolContext, ToolSpec, register
+from ep_mcp.tools.registry import Arguments, ToolContext, ToolResult, ToolSpec, register
 from ep_mcp.tools.schema import (
     arg_bool,
     arg_int,
@@ -69,30 +68,30 @@ _SKILL_PROPERTIES: dict[str, object] = {
 _SKILL_ROW = output_object(_SKILL_PROPERTIES, ("id", "tap", "name"))
 
 
-def _search(ctx: ToolContext, args: Arguments) -> JsonObject:
+def _search(ctx: ToolContext, args: Arguments) -> ToolResult:
     reply = _hub(ctx).search(
         arg_str(args, "query"),
         arg_int(args, "limit", 10),
         smart=arg_opt_bool(args, "smart"),
         include_low_confidence=arg_bool(args, "include_low_confidence"),
     )
-    return reply.with_hint(LOW_CONFIDENCE_HINT).to_dict()
+    return reply.with_hint(LOW_CONFIDENCE_HINT)
 
 
-def _list(ctx: ToolContext, args: Arguments) -> JsonObject:
-    return _hub(ctx).list_skills().to_dict()
+def _list(ctx: ToolContext, args: Arguments) -> ToolResult:
+    return _hub(ctx).list_skills()
 
 
-def _info(ctx: ToolContext, args: Arguments) -> JsonObject:
-    return _hub(ctx).info(arg_str(args, "name")).to_dict()
+def _info(ctx: ToolContext, args: Arguments) -> ToolResult:
+    return _hub(ctx).info(arg_str(args, "name"))
 
 
-def _read(ctx: ToolContext, args: Arguments) -> JsonObject:
-    return _hub(ctx).read(arg_str(args, "name"), offset=arg_int(args, "offset", 0)).to_dict()
+def _read(ctx: ToolContext, args: Arguments) -> ToolResult:
+    return _hub(ctx).read(arg_str(args, "name"), offset=arg_int(args, "offset", 0))
 
 
-def _discover(ctx: ToolContext, args: Arguments) -> JsonObject:
-    return _hub(ctx).discover(arg_str(args, "query"), arg_int(args, "limit", 20)).to_dict()
+def _discover(ctx: ToolContext, args: Arguments) -> ToolResult:
+    return _hub(ctx).discover(arg_str(args, "query"), arg_int(args, "limit", 20))
 
 
 register(

@@ -11,19 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ep_mcp.errors import ConfigError, QueryError
+from ep_mcp.errors import ConfigError, Refused
 from ep_mcp.eval.report import history, load_report, only_packs
 from ep_mcp.index.embed.base import providers
 from ep_mcp.index.embed.registry import register_builtins
 from ep_mcp.json_types import JsonObject
-from ep_mcp.reading import fragment_target, read_document
 from ep_mcp.reading_results import DocumentRead
 from ep_mcp.retrieval.settings import today_of
-from ep_mcp.retrieval.types import SearchRequest, SearchResult
+from ep_mcp.retrieval.types import SearchResult
 from ep_mcp.runtime import Library, PackRuntime
 from ep_mcp.serve.web.health import IndexState, PackHealth, pack_health
-from ep_mcp.tools.registry import get_tool, validate_arguments
-from ep_mcp.tools.schema import arg_int, arg_opt_str, arg_strs
+from ep_mcp.tools.registry import ToolContext, call_tool_record
 
 
 def restricted(lib: Library, allowed: frozenset[str]) -> Library:
@@ -32,37 +30,21 @@ def restricted(lib: Library, allowed: frozenset[str]) -> Library:
 
 
 def search(lib: Library, args: Mapping[str, object]) -> SearchResult:
-    """`ep_search`'s arguments, checked against its schema, answered with provenance and the
-    explain trace (the data of `ep-mcp search --reconstruct --explain --json`)."""
-    validate_arguments(get_tool("ep_search"), args)
-    rt = lib.get(arg_opt_str(args, "pack"))
-    query = str(args["query"])
-    if not query.strip():
-        raise QueryError("the query is blank — type some words to search for")
-    request = SearchRequest(
-        query=query,
-        k=arg_int(args, "max_results", 10),
-        type=arg_opt_str(args, "type"),
-        tags=arg_strs(args, "tags") or (),
-        reconstruct=True,
-        explain=True,
-    )
-    return rt.search(request)
+    """`ep_search` through the registry, answered with provenance and the explain trace (the
+    data of `ep-mcp search --reconstruct --explain --json`); ``lib`` is one pack's view."""
+    ctx = ToolContext(library=lib, extras={"explain": True})
+    result = call_tool_record(ctx, "ep_search", {**args, "reconstruct": True})
+    if not isinstance(result, SearchResult):  # several packs: the caller chose none
+        raise Refused(400, "several packs are served — choose one")
+    return result
 
 
 def read(lib: Library, args: Mapping[str, str]) -> DocumentRead:
-    """`ep_read`'s arguments (`id` or `path`, maybe `section`, `pack`), checked against its
-    schema, answered as `ep_read` answers them; centred on a section, with its neighbours."""
-    doc_id, path, section = args.get("id"), args.get("path"), args.get("section")
-    target = fragment_target(doc_id or path or "") if section is None else None
-    centred = section is not None or (target is not None and target[1] is not None)
-    validate_arguments(get_tool("ep_read"), {**args, "neighbors": centred})
-    if (path is None) == (doc_id is None):
-        raise QueryError("ep_read: pass exactly one of `path` or `id`")
-    if target is not None:  # a fragment id: its file, at its section
-        path, doc_id, section = None, target[0], target[1]  # `id` resolves ids and paths
-    rt = lib.get(arg_opt_str(args, "pack"))
-    return read_document(rt.pack, path=path, doc_id=doc_id, section=section, neighbors=centred)
+    """`ep_read` through the registry (`id` or `path`, maybe `section`, `pack`); centred on a
+    section, with its neighbours."""
+    result = call_tool_record(ToolContext(library=lib, extras={"centre": True}), "ep_read", args)
+    assert isinstance(result, DocumentRead)
+    return result
 
 
 def index_state(rt: PackRuntime) -> IndexState:

@@ -21,12 +21,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from ep_mcp.errors import EpMcpError
+from ep_mcp.errors import BadRequest, EpMcpError, QueryError, Refused
 from ep_mcp.eval.report_html import render_body
+from ep_mcp.reading import ReadRequest
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
 from ep_mcp.serve.mcp_server import ServeContext, run_sync, until_ready
-from ep_mcp.serve.search_api import BadRequest, parse_params
+from ep_mcp.serve.search_api import parse_params
 from ep_mcp.serve.web import data, views
 from ep_mcp.serve.web.health import health_html
 
@@ -45,12 +46,6 @@ EVAL_HINT = (
     "(it saves its report under $EP_MCP_HOME/reports) and reload."
 )
 e = views.e
-
-
-class Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def _pack_url(slug: str, page: str = "") -> str:
@@ -165,8 +160,10 @@ class Workbench:
     def read_args(self, request: Request) -> dict[str, str]:
         q = request.query_params
         args = {k: q[k] for k in ("id", "path", "section") if q.get(k)}
-        if ("id" in args) == ("path" in args):
-            raise Refused(400, "pass `id` (a fragment id from a search hit) or `path`")
+        try:
+            ReadRequest.from_args(args)  # ep_read's own checks, before the page is drawn
+        except QueryError as exc:
+            raise Refused(400, str(exc)) from None
         return args
 
     async def fragment(self, request: Request) -> Response:
