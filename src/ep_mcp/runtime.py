@@ -339,6 +339,13 @@ class PackRuntime:
             self._own_executors.close()
 
 
+def _embeds_now(cache: object) -> bool:
+    """Whether the query is embedded before the packs are searched: not while the model loads
+    behind the start (each pack then answers lexically, with the note)."""
+    ready = getattr(cache, "ready", None)
+    return cache is not None and (ready is None or bool(ready()))
+
+
 def _done() -> threading.Event:
     event = threading.Event()
     event.set()
@@ -414,8 +421,8 @@ class Library:
         started = time.perf_counter()
         runtimes = list(self)
         cache = query_embedding(self.embedder)
-        if request.vector is None and cache is not None and not is_bounded(self.embedder):
-            cache.embed_query(request.query)  # once, cached for every pack
+        if request.vector is None and _embeds_now(cache) and not is_bounded(self.embedder):
+            cache.embed_query(request.query)  # type: ignore[union-attr]  # once, for every pack
         pool = runtimes[0].executors.packs if runtimes and runtimes[0].executors else None
         if pool is None or len(runtimes) < 2:
             results = [rt.search(request) for rt in runtimes]

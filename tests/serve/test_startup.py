@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import PackError
+from ep_mcp.errors import EmbeddingError, PackError
+from ep_mcp.index.embed.base import Matrix
+from ep_mcp.index.embed.cache import QueryEmbeddingCache
+from ep_mcp.index.embed.fake import HashingEmbedder
 from ep_mcp.serve import startup
+from ep_mcp.tools.registry import ToolContext, call_tool
 
 
 def test_work_in_the_background_hands_back_its_result_or_its_error() -> None:
@@ -59,3 +63,59 @@ def test_packs_open_indexed_and_tools_get_their_validators(
 
     startup.prepare_tools()
     assert all(id(spec) in registry._VALIDATORS for spec in registry.tools())
+
+
+class SlowModel(HashingEmbedder):
+    """A local model whose first query waits for ``loaded`` (its load at start-up)."""
+
+    query_cost = "compute"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loaded = threading.Event()
+
+    def embed_query(self, text: str) -> Matrix:
+        assert self.loaded.wait(timeout=60), "the test never let the model load"
+        return super().embed_query(text)
+
+
+def test_a_restart_answers_by_its_words_while_the_query_model_loads(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "a.md").write_text("# Zebras\n\nZebras graze on the savanna.\n", encoding="utf-8")
+    (pack / "b.md").write_text("# Owls\n\nOwls hunt at night.\n", encoding="utf-8")
+    settings = Settings(packs=(PackSettings(path=pack),), home=tmp_path / "home")
+    model = SlowModel()
+    model.loaded.set()  # the first start: the index is built with the model's vectors
+    startup.open_packs(settings, QueryEmbeddingCache(model), lexical_first=False).close()
+
+    model = SlowModel()  # the restart: its model loads on the warm-up thread
+    embedder = QueryEmbeddingCache(model)
+    startup.start_warm_up(embedder, words_meanwhile=True)
+    library = startup.open_packs(settings, embedder, build="later")
+    try:
+        startup.finish(library)
+        ctx = ToolContext(library)
+        for args in ({"query": "zebras"}, {"query": "zebras", "pack": "pack"}):
+            first = call_tool(ctx, "ep_search", args)
+            assert first["mode"] == "lexical"  # answered now, not after the load
+            assert any("still loading" in n for n in first["notes"]), first["notes"]
+            assert first["results"][0]["source_file"] == "a.md"
+        model.loaded.set()
+        assert embedder.loading is not None and embedder.loading.wait(timeout=60)
+        later = call_tool(ctx, "ep_search", {"query": "zebras"})
+        assert later["mode"] == "hybrid"
+        assert later["results"][0]["source_file"] == "a.md"
+    finally:
+        library.close()
+
+
+def test_a_model_that_fails_to_load_leaves_queries_to_the_usual_fallback(tmp_path: Path) -> None:
+    class Broken(SlowModel):
+        def embed_query(self, text: str) -> Matrix:
+            raise EmbeddingError("the model file is unreadable")
+
+    embedder = QueryEmbeddingCache(Broken())
+    startup.start_warm_up(embedder, words_meanwhile=True)
+    assert embedder.loading is not None and embedder.loading.wait(timeout=60)
+    assert embedder.ready()  # no longer "loading": the legs say the failure themselves

@@ -154,9 +154,10 @@ def serve_cmd(
     # The model loads and the packs open while the MCP SDK imports. One process then answers
     # at once and builds the indexes on a thread (tools wait for it: Library.readiness),
     # words first: its backfill thread adds the vectors; a model never compiled on this home
-    # is compiled behind that, by a low-priority child. Workers have no backfill: their
-    # parent builds whole (vectors included) before they start.
-    embedder = startup.warming(settings, behind=workers == 1)
+    # is compiled behind that, by a low-priority child; queries are answered by their words
+    # until the model is loaded. Workers have no backfill: their parent builds whole (vectors
+    # included) before they start.
+    embedder = startup.warming(settings, behind=workers == 1, words_meanwhile=workers == 1)
     build: bool | Literal["later"] = "later" if workers == 1 else True
     words_first = None if workers == 1 else False
     opening = startup.in_background(

@@ -25,21 +25,44 @@ T = TypeVar("T")
 
 
 def warm_up(embedder: Embedder) -> None:
-    """Load the query model now, so the first client does not wait for it."""
+    """Load the query model now, so the first client does not wait for it. Queries that come
+    meanwhile are answered by their words (`start_warm_up`); from its end on, by both legs."""
     from ep_mcp.index.buildstate import BuildCancelled
 
+    loading: threading.Event | None = getattr(embedder, "loading", None)
+    model: Embedder = getattr(embedder, "embedder", embedder) if loading is not None else embedder
     try:
-        embedder.embed_query("warm up")
+        model.embed_query("warm up")
     except BuildCancelled:  # the server stopped before its model was compiled
         return
     except EpMcpError as exc:  # a dead provider degrades queries to lexical; say so once
         logger.warning("query embedding is unavailable (%s) — queries will be lexical", exc)
+    finally:
+        if loading is not None:
+            loading.set()
 
 
-def warming(settings: Settings, *, behind: bool = True) -> Embedder | None:
+def start_warm_up(embedder: Embedder, *, words_meanwhile: bool) -> None:
+    """Load ``embedder``'s model on a daemon thread. ``words_meanwhile`` (one `serve`
+    process): a local model's queries (the query cache of `make_embedder` in front of it) are
+    answered lexically, at once, until it is loaded — a restart's first answer does not wait
+    for the model (``mode: lexical``, with a note); else they wait for it (HTTP workers)."""
+    from ep_mcp.index.embed.base import query_cost
+    from ep_mcp.index.embed.cache import QueryEmbeddingCache
+
+    local = query_cost(embedder) == "compute"
+    if words_meanwhile and isinstance(embedder, QueryEmbeddingCache) and local:
+        embedder.loading = threading.Event()
+    threading.Thread(target=warm_up, args=(embedder,), name="ep-mcp-warm-up", daemon=True).start()
+
+
+def warming(
+    settings: Settings, *, behind: bool = True, words_meanwhile: bool = False
+) -> Embedder | None:
     """The configured embedder, its model loading on a daemon thread; ``behind``: a local
     model not compiled yet is compiled by a low-priority child process meanwhile (the words
-    are served first: `index.embed.compiled`)."""
+    are served first: `index.embed.compiled`); ``words_meanwhile``: queries do not wait for
+    the load (`start_warm_up`)."""
     from ep_mcp.index.embed import compiled
     from ep_mcp.index.embed.factory import make_embedder
 
@@ -48,9 +71,7 @@ def warming(settings: Settings, *, behind: bool = True) -> Embedder | None:
         compiled.resume()
         compile_behind(embedder)
     if embedder is not None:
-        threading.Thread(
-            target=warm_up, args=(embedder,), name="ep-mcp-warm-up", daemon=True
-        ).start()
+        start_warm_up(embedder, words_meanwhile=words_meanwhile)
     return embedder
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ep_mcp.errors import NotFoundError, QueryError
 from ep_mcp.json_types import JsonObject
 from ep_mcp.retrieval.types import out_of_range
+from ep_mcp.tools.quickschema import conforms
 
 if TYPE_CHECKING:  # annotations only: this module stays import-light
     from jsonschema.exceptions import ValidationError
@@ -118,10 +119,14 @@ def _describe(err: ValidationError) -> str:
 
 
 def validate_arguments(spec: ToolSpec, arguments: Arguments) -> None:
-    """Check arguments against the tool's input schema; one readable line on failure."""
-    validator = validator_for(spec)
+    """Check arguments against the tool's input schema; one readable line on failure. A call
+    certainly valid is known without jsonschema (`quickschema`: a restart's first answer does
+    not import it); any other is judged, and its error said, by jsonschema."""
     instance: Any = dict(arguments)  # jsonschema's stubs want JSON-typed values, not object
-    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
+    errors: list[ValidationError] = []
+    if not conforms(spec.input_schema, instance):
+        validator = validator_for(spec)
+        errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
     if errors:
         err = errors[0]
         where = ".".join(str(p) for p in err.path) or "arguments"

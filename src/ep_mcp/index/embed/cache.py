@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ep_mcp.index.embed.base import Embedder, Matrix
+from ep_mcp.index.embed.breaker import ModelLoadingError
 
 CacheKey = tuple[str, int, str]
 
@@ -30,6 +31,13 @@ class QueryEmbeddingCache:
         self.misses = 0
         self._entries: OrderedDict[CacheKey, Matrix] = OrderedDict()
         self._lock = threading.Lock()
+        # set while the model loads on a start-up thread (`serve.startup`): a query then is
+        # answered by its words at once instead of waiting for the load
+        self.loading: threading.Event | None = None
+
+    def ready(self) -> bool:
+        """False while the model loads behind the start (queries are then lexical)."""
+        return self.loading is None or self.loading.is_set()
 
     @property
     def name(self) -> str:
@@ -58,6 +66,11 @@ class QueryEmbeddingCache:
                 self.hits += 1
                 return cached
             self.misses += 1
+        if not self.ready():
+            raise ModelLoadingError(
+                "the query model is still loading — this answer is lexical (words only); "
+                "answers are hybrid in a moment"
+            )
         # outside the lock (it may be a network call); a private read-only copy goes in the cache
         vector = np.array(self.embedder.embed_query(text), dtype=np.float32)
         vector.setflags(write=False)

@@ -336,7 +336,9 @@ class LocalEmbedder:
             return self._model.name
         if not self.optimised:
             return MODEL_NAME
-        if self._is_built() or (self.behind and compiled.optimiser_available()):
+        # behind first: built or being compiled, the name is the same, and asking whether it
+        # is built hashes the whole graph (~0.1 CPU-s at every start, the warm-up's load does)
+        if (self.behind and compiled.optimiser_available()) or self._is_built():
             return OPTIMISED_NAME  # behind: the graph the child is compiling (see `settle`)
         return self._loaded().name
 
