@@ -15,8 +15,14 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ep_mcp"
 # section(.or section[i]).key, the key snake_case; not part of a longer dotted name
 KEY = re.compile(r"(?<![\w.])([a-z]{2,})(?:\[[^\]]*\])?\.([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
 SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE)\b")
-# dotted names that are not ours: the cgroup v1 files serve/cpu_budget.py reads
-NOT_CONFIG = {"cpu.cfs_quota_us", "cpu.cfs_period_us", "memory.limit_in_bytes"}
+# dotted names that are not config keys: the cgroup v1 files serve/cpu_budget.py reads, and
+# the code bench/restart.py runs in a child process
+NOT_CONFIG = {
+    "cpu.cfs_quota_us",
+    "cpu.cfs_period_us",
+    "memory.limit_in_bytes",
+    "time.perf_counter",
+}
 
 
 def _fields(cls: Any) -> dict[str, Any]:
