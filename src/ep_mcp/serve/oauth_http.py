@@ -96,14 +96,16 @@ def metadata_routes(gate: Gate, served: Callable[[], Sequence[str]], hub: bool) 
     if not gate.enabled:
         return []
 
-    def every() -> list[str]:
-        return [f"{PACK_SCOPE}{s}" for s in served()] + ([HUB_SCOPE] if hub else [])
+    # the origin's and /mcp's documents are read by anyone: they name no pack (a slug the
+    # caller may not see is not told; `GET /packs` hides it too) — a pack's scope is on its own
+    # route, which the caller names
+    shared = [HUB_SCOPE] if hub else []
 
     async def root(request: Request) -> Response:
-        return JSONResponse(gate.document("", every()))
+        return JSONResponse(gate.document("", shared))
 
     async def mcp(request: Request) -> Response:
-        return JSONResponse(gate.document("/mcp", every()))
+        return JSONResponse(gate.document("/mcp", shared))
 
     async def pack(request: Request) -> Response:
         slug = request.path_params["slug"]
