@@ -140,6 +140,33 @@ def _qps_requests(n: int) -> list[SearchRequest]:
     return _queries(n, seed=23)
 
 
+def _timed_searches(
+    store: ChunkSource,
+    reqs: Sequence[SearchRequest],
+    settings: Settings,
+    server_cpu: Callable[[], float] = lambda: 0.0,
+) -> tuple[list[float], list[float], float, float]:
+    """Each request searched whole and by its vector leg alone (top 50): the whole search's and
+    the leg's ms, and the client's and the server's CPU seconds; the first two are warm-up."""
+    search: list[float] = []
+    vector: list[float] = []
+    cpu = server = 0.0
+    for i, req in enumerate(reqs):
+        assert req.vector is not None
+        t, c, b = time.perf_counter(), time.process_time(), server_cpu()
+        engine.search(store, "synthetic", req, settings.retrieval, None)
+        t2 = time.perf_counter()
+        if i >= 2:
+            cpu += time.process_time() - c
+            server += server_cpu() - b
+        store.vector_top(np.asarray(req.vector, dtype=np.float32), 50)
+        t3 = time.perf_counter()
+        if i >= 2:
+            search.append((t2 - t) * 1000)
+            vector.append((t3 - t2) * 1000)
+    return search, vector, cpu, server
+
+
 def measure_engine(path: Path, name: str, settings: Settings, queries: int) -> EngineRow:
     """Open ``path`` read-only with engine ``name`` and time ``queries`` searches."""
     gc.collect()
@@ -152,19 +179,7 @@ def measure_engine(path: Path, name: str, settings: Settings, queries: int) -> E
         reqs = _queries(queries + 3)
         engine.search(store, "synthetic", reqs[0], settings.retrieval, None)
         opened = time.perf_counter() - started
-        search, vector, cpu = [], [], 0.0
-        for i, req in enumerate(reqs[1:]):
-            assert req.vector is not None
-            t, c = time.perf_counter(), time.process_time()
-            engine.search(store, "synthetic", req, settings.retrieval, None)
-            t2 = time.perf_counter()
-            if i >= 2:
-                cpu += time.process_time() - c
-            store.vector_top(np.asarray(req.vector, dtype=np.float32), 50)
-            t3 = time.perf_counter()
-            if i >= 2:
-                search.append((t2 - t) * 1000)
-                vector.append((t3 - t2) * 1000)
+        search, vector, cpu, _ = _timed_searches(store, reqs[1:], settings)
         added = rss_mb() - before
         qps = concurrent_qps(store, _qps_requests(CLIENTS * SEARCHES_PER_CLIENT), settings, CLIENTS)
     finally:
@@ -200,20 +215,9 @@ def measure_postgres(path: Path, settings: Settings, queries: int, chunks: int) 
         engine.search(store, "synthetic", reqs[0], settings.retrieval, None)
         opened = time.perf_counter() - started
         pid = store.backend_pid()
-        search, vector, cpu, server = [], [], 0.0, 0.0
-        for i, req in enumerate(reqs[1:]):
-            assert req.vector is not None
-            t, c, b = time.perf_counter(), time.process_time(), _backend_cpu_s(pid)
-            engine.search(store, "synthetic", req, settings.retrieval, None)
-            t2 = time.perf_counter()
-            if i >= 2:
-                cpu += time.process_time() - c
-                server += _backend_cpu_s(pid) - b
-            store.vector_top(np.asarray(req.vector, dtype=np.float32), 50)
-            t3 = time.perf_counter()
-            if i >= 2:
-                search.append((t2 - t) * 1000)
-                vector.append((t3 - t2) * 1000)
+        search, vector, cpu, server = _timed_searches(
+            store, reqs[1:], settings, lambda: _backend_cpu_s(pid)
+        )
         added = rss_mb() - before
         qps = concurrent_qps(store, _qps_requests(CLIENTS * SEARCHES_PER_CLIENT), settings, CLIENTS)
     finally:
