@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from ep_mcp.packs.loader import load_pack
+from ep_mcp.retrieval import profile
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.profile import apply_profile, profile_similarities
 from ep_mcp.retrieval.view import pack_view
@@ -98,3 +99,28 @@ def test_profile_similarity_is_a_cosine_whatever_the_vectors_lengths() -> None:
         ["a.md"], {"a.md": "A"}, query, lambda text: np.array([0.6, 0.8], dtype=np.float32) * 0.5
     )
     assert sims == {"a.md": pytest.approx(1.0)}
+
+
+def test_a_profile_vector_is_normalised_once_and_the_same_unit_is_handed_back() -> None:
+    v = vec(3.0, 4.0)
+    first = profile._unit_once(v)
+    assert np.allclose(first, [0.6, 0.8])
+    assert profile._unit_once(v) is first  # remembered: not computed again
+
+
+def test_a_remembered_unit_of_another_vector_under_the_same_id_is_not_handed_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    v = vec(3.0, 4.0)
+    # what a vector freed and replaced at the same address would leave behind
+    monkeypatch.setattr(profile, "_UNITS", {id(v): (vec(1.0, 0.0), vec(1.0, 0.0))})
+    assert np.allclose(profile._unit_once(v), [0.6, 0.8])
+
+
+def test_the_remembered_units_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(profile, "MAX_UNITS", 3)
+    monkeypatch.setattr(profile, "_UNITS", {})
+    kept = [vec(float(i), 1.0) for i in range(10)]  # alive: no id is reused
+    for v in kept:
+        profile._unit_once(v)
+        assert len(profile._UNITS) <= 3
