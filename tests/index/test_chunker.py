@@ -124,3 +124,38 @@ def test_a_file_of_many_headings_chunks_in_linear_time(make_pack) -> None:
     assert len(chunks) > 40_000
     # the last split is at the last ###; above it the # and ## in force
     assert chunks[-1].heading_path == ("h149994", "h149995", "h149996")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=" \t\n\r\u2028\x0ca#-", max_size=30), st.sampled_from([1, 2, 3]))
+def test_the_one_chunk_text_is_the_body_from_its_first_content_line(text: str, body_line: int):
+    from ep_mcp.index.chunker import whole_text
+    from ep_mcp.packs.models import Document
+
+    doc = Document(
+        path="a.md",
+        text=text,
+        body_line=body_line,
+        meta={},
+        title="",
+        type="",
+        tags=(),
+        id=None,
+        content_hash="",
+        file_hash="",
+        navigation=False,
+        always=False,
+        on_demand=False,
+        requires=(),
+        related=(),
+        verified_at=None,
+        refresh=None,
+        expires_at=None,
+        sidecar=None,
+    )
+    lines = text.splitlines(keepends=True)
+    first = body_line
+    while first <= len(lines) and not lines[first - 1].strip():
+        first += 1
+    assert whole_text(doc) == "".join(lines[first - 1 :])
+    assert doc.body == "".join(lines[body_line - 1 :])

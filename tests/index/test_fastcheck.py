@@ -141,3 +141,28 @@ def test_a_damaged_fast_path_record_falls_back_to_the_normal_check(pack: Path, r
         store.close()
     second = index(pack)
     assert (second["changed"], second["chunks"]) == (0, 2)
+
+
+def test_the_snapshot_walk_names_every_file_by_its_pack_relative_path(tmp_path: Path) -> None:
+    from ep_mcp.index.fastcheck import _walk
+
+    root = tmp_path / "pack"
+    for rel in ("a.md", "sub/b.md", "sub/deeper/c.md", "z/d.txt", ".git/x", "node_modules/y"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel, encoding="utf-8")
+    (root / "link.md").symlink_to("a.md")
+    (root / "broken.md").symlink_to("missing.md")
+    found = dict(_walk(root))
+    assert sorted(found) == [
+        "a.md",
+        "broken.md",
+        "link.md",
+        "sub/b.md",
+        "sub/deeper/c.md",
+        "z/d.txt",
+    ]
+    assert found["broken.md"] is None
+    assert found["link.md"] is not None and found["link.md"].st_size == len("a.md")
+    for rel, st in found.items():
+        if st is not None:
+            assert os.stat(root / rel).st_ino == st.st_ino

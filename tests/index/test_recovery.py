@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -193,3 +194,59 @@ def test_a_newer_ep_mcp_index_is_refused_not_rebuilt(pack: Path, built: Path) ->
         library(pack, built.parent)
     assert not isinstance(caught.value, IndexDamagedError)
     assert not aside(built)
+
+
+@pytest.fixture
+def quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files just written count as quiet (vouched for at once, not after ``QUIET_NS``)."""
+    monkeypatch.setattr(integrity, "QUIET_NS", -(10**18))
+
+
+def test_an_index_untouched_since_its_check_opens_without_it_and_is_checked_behind(
+    built: Path, quiet: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not integrity.vouched(built)  # built, never checked
+    Store(built, read_only=True).close()  # checked now: vouched for
+    assert integrity.vouched(built)
+    behind: list[Path] = []
+    ran = threading.Event()
+    monkeypatch.setattr(integrity, "check_behind", lambda p: (behind.append(p), ran.set()))
+    Store(built, read_only=True).close()
+    assert ran.wait(timeout=60) and behind == [built]
+    Store(built).close()  # a writer's session that wrote nothing leaves it vouched for
+    assert integrity.vouched(built)
+
+
+def test_every_kind_of_damage_to_a_vouched_for_index_is_still_found(
+    built: Path, quiet: None, damage: Damage
+) -> None:
+    Store(built, read_only=True).close()
+    assert integrity.vouched(built)
+    damage[1](built)
+    if integrity.vouched(built):  # written within one timestamp tick: left to the check behind
+        integrity.check_behind(built)
+    with pytest.raises(IndexDamagedError, match="is damaged"):
+        Store(built, read_only=True).close()
+
+
+def test_damage_no_file_time_shows_is_marked_by_the_check_behind_the_open(
+    built: Path, quiet: None
+) -> None:
+    Store(built, read_only=True).close()
+    _zero_pages(built)
+    state = integrity.signature(built)
+    assert state is not None
+    integrity.checked_record(built).write_text(state + "\n", encoding="ascii")  # as bit rot
+    assert integrity.vouched(built)
+    integrity.check_behind(built)
+    assert not integrity.vouched(built)
+    with pytest.raises(IndexDamagedError, match="damage seen earlier"):
+        Store(built, read_only=True).close()
+
+
+def _zero_pages(path: Path) -> None:
+    """Zero every page but the first two (the schema stays readable)."""
+    size = path.stat().st_size
+    with path.open("r+b") as fh:
+        fh.seek(8192)
+        fh.write(b"\0" * (size - 8192))

@@ -228,3 +228,18 @@ def test_the_walk_skips_a_link_it_cannot_follow_and_says_so(tmp_path: Path) -> N
     warnings = Warnings()
     assert walk_files(root.resolve(), warnings) == ["a.md"]
     assert [w.path for w in warnings.items] == ["loop"]
+
+
+@pytest.mark.parametrize("told", [0, 10, 2_500_000, 3_000_000])
+def test_a_file_is_read_whole_whatever_its_size_was_said_to_be(tmp_path: Path, told: int) -> None:
+    # the first read is sized by fstat; a file that grew since (told less) is read on
+    data = os.urandom(2_500_000)
+    (tmp_path / "f.md").write_bytes(data)
+    fd = os.open(tmp_path / "f.md", os.O_RDONLY)
+    try:
+        assert safeopen._read_fd(fd, "f.md", len(data) + 1, None, told) == data
+    finally:
+        os.close(fd)
+    (tmp_path / "empty.md").write_bytes(b"")
+    assert read_contained(tmp_path, "empty.md", 100).data == b""
+    assert read_contained(tmp_path, "f.md", len(data)).data == data

@@ -119,3 +119,30 @@ def test_a_model_that_fails_to_load_leaves_queries_to_the_usual_fallback(tmp_pat
     startup.start_warm_up(embedder, words_meanwhile=True)
     assert embedder.loading is not None and embedder.loading.wait(timeout=60)
     assert embedder.ready()  # no longer "loading": the legs say the failure themselves
+
+
+def test_a_restart_loads_the_query_model_only_once_its_packs_are_open(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "a.md").write_text("# Zebras\n\nZebras graze on the savanna.\n", encoding="utf-8")
+    settings = Settings(packs=(PackSettings(path=pack),), home=tmp_path / "home")
+    calls: list[str] = []
+
+    class Model(HashingEmbedder):
+        query_cost = "compute"
+
+        def embed_query(self, text: str) -> Matrix:
+            calls.append(text)
+            return super().embed_query(text)
+
+    embedder = QueryEmbeddingCache(Model())
+    startup.start_warm_up(embedder, words_meanwhile=True, after_open=True)
+    gate = startup._OPENING[embedder]
+    assert not gate.is_set() and calls == []  # the load waits for the packs
+    library = startup.open_packs(settings, embedder, build="later")
+    try:
+        assert gate.is_set() and embedder not in startup._OPENING
+        assert embedder.loading is not None and embedder.loading.wait(timeout=60)
+        assert calls == ["warm up"]
+    finally:
+        library.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -375,6 +374,8 @@ def bench_index_cmd(
     pack: Path, provider: str | None, runs: int, query: str | None, as_json: bool
 ) -> None:
     """Time a full build, a no-change re-index and a one-file change of PACK (fresh processes)."""
+    import tempfile  # here, not at the top: no other command needs it
+
     from ep_mcp.bench.index import bench_index, render
 
     if not pack.is_dir():

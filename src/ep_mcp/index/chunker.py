@@ -105,6 +105,8 @@ def _first_content_line(lines: Sequence[str], start: int) -> int:
 
 def whole_text(doc: Document) -> str:
     """The text of a document's one-chunk form (what ``chunk_document`` counts first)."""
+    if doc.body_line == 1 and doc.text[:1].strip():  # its first line is content: all of it
+        return doc.text
     lines = doc.text.splitlines(keepends=True)
     return "".join(lines[_first_content_line(lines, doc.body_line) - 1 :])
 

@@ -63,14 +63,14 @@ class QuickState:
 def _walk(root: Path) -> Iterator[tuple[str, os.stat_result | None]]:
     for folder, dirs, files in os.walk(root, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        base = Path(folder)
+        # a name never holds a separator: the relative path is the folder's and the name
+        inner = os.path.relpath(folder, root)
+        prefix = "" if inner == os.curdir else inner + os.sep
         for name in sorted(files):
-            path = base / name
-            rel = os.path.relpath(path, root)
             try:
-                yield rel, path.stat()
+                yield prefix + name, os.stat(os.path.join(folder, name))
             except OSError:
-                yield rel, None
+                yield prefix + name, None
 
 
 def take_snapshot(root: Path, settings_key: Mapping[str, Any]) -> Snapshot:

@@ -132,7 +132,7 @@ def open_index(path: Path, *, read_only: bool) -> Any:
     try:
         if existed:
             refuse_newer(conn, path)  # another version's index is not damage: never rebuilt
-            reason = integrity.check_database(conn, path.stat().st_size)
+            reason = integrity.check_database(conn, path.stat().st_size, path)
             if reason is not None:
                 raise integrity.damaged(path, reason)
         if not read_only:

@@ -84,6 +84,8 @@ def parse_frontmatter(text: str, *, source: str = "<string>") -> Frontmatter:
 
 def body_of(text: str, body_line: int) -> str:
     """The text from ``body_line`` on (same as ``Document.body``)."""
+    if body_line == 1:
+        return text
     return "".join(text.splitlines(keepends=True)[body_line - 1 :])
 
 

@@ -60,6 +60,8 @@ class Document:
 
     @property
     def body(self) -> str:
+        if self.body_line == 1:  # no frontmatter: the whole text, without splitting it
+            return self.text
         return "".join(self.text.splitlines(keepends=True)[self.body_line - 1 :])
 
 

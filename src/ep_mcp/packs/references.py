@@ -83,7 +83,9 @@ def resolve_reference(pack: Pack, from_path: str, ref: str) -> str | None:
 
 def extract_wikilinks(text: str, start_line: int = 1) -> list[tuple[int, str]]:
     """(line, target) of every ``[[target]]`` / ``[[target|label]]`` outside code."""
-    links = []
+    links: list[tuple[int, str]] = []
+    if "[[" not in text:  # most files link nothing: no need to walk their lines
+        return links
     for number, line in iter_prose_lines(text, start_line):
         if "[[" not in line:
             continue

@@ -145,22 +145,29 @@ def _open_beneath(base: Path, inner: tuple[str, ...]) -> int:
         os.close(dir_fd)
 
 
-def _read_fd(fd: int, rel: str, limit: int, deadline: float | None) -> bytes:
-    """Up to ``limit`` bytes; ContainmentError when the deadline passes first."""
+def _read_fd(fd: int, rel: str, limit: int, deadline: float | None, size: int) -> bytes:
+    """Up to ``limit`` bytes; ContainmentError when the deadline passes first.
+
+    ``size`` (what ``fstat`` said) sizes the first read: a small file costs no megabyte-sized
+    buffer. A short read is the end as a rule, confirmed by asking for one byte more (a file
+    that grew meanwhile is read on as before).
+    """
     chunks: list[bytes] = []
     remaining = limit
+    want = min(READ_CHUNK, size + 1)
     while remaining > 0:
         if deadline is not None and time.monotonic() > deadline:
             raise ContainmentError(rel, "reading took too long")
         try:
-            block = os.read(fd, min(READ_CHUNK, remaining))
+            block = os.read(fd, min(want, remaining))
         except BlockingIOError:
             raise ContainmentError(rel, "the file would block") from None
         if not block:
             break
         chunks.append(block)
         remaining -= len(block)
-    return b"".join(chunks)
+        want = READ_CHUNK if len(block) == want else 1
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_contained(
@@ -195,7 +202,7 @@ def read_contained(
             raise FileTooLargeError(rel, st.st_size, max_bytes)
         deadline = None if deadline_s is None else time.monotonic() + deadline_s
         limit = max_bytes if prefix else max_bytes + 1
-        data = _read_fd(fd, rel, limit, deadline)
+        data = _read_fd(fd, rel, limit, deadline, st.st_size)
     finally:
         os.close(fd)
     if not prefix and len(data) > max_bytes:  # grew between fstat and read

