@@ -70,11 +70,6 @@ class RetrievalSettings:
     score_ratio: float = 0.0  # then keep hits scoring ≥ ratio * best
     confidence: bool = True  # every hit's `confidence`, the answer's `answerable` (data model)
     min_answerable: float = 0.32  # answerable below → no hits (dev + SciFact train chose it)
-    # each pack's own floor, fitted at index time on its titles/headings (pack_calibration)
-    pack_floor: bool = True
-    pack_floor_quantile: float = 0.1  # the floor: this quantile of the probes' answerable
-    pack_floor_cap: float = 0.7  # never above this
-    pack_floor_probes: int = 80  # probes asked per build
     type_match_boost: float = 0.05  # boosts are fractions of the best fused score
     tag_match_boost: float = 0.03
     always_tier_boost: float = 0.03

@@ -35,8 +35,6 @@ _UNIT_INTERVAL = (
     "length_penalty",
     "freshness_penalty",
     "one_leg_factor",
-    "pack_floor_quantile",
-    "pack_floor_cap",
 )
 _AT_LEAST_ONE = (
     "rrf_k",
@@ -46,7 +44,6 @@ _AT_LEAST_ONE = (
     "query_deadline_ms",
     "requires_max_atoms",
     "requires_token_budget",
-    "pack_floor_probes",
 )
 _NOT_NEGATIVE = (
     "graph_depth",

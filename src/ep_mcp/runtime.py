@@ -28,7 +28,6 @@ from ep_mcp.index.embedplan import window_overlap
 from ep_mcp.index.owned import open_owned
 from ep_mcp.index.rerank import GuardedReranker, make_reranker
 from ep_mcp.index.store import Store
-from ep_mcp.pack_calibration import calibrate, stored_floor
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.models import Pack
 from ep_mcp.packs.safeopen import read_live_prefix
@@ -65,7 +64,6 @@ class PackRuntime:
     _profiles: dict[str, Any] | None = field(default=None, init=False, repr=False)
     _recovered: BuildReport | None = field(default=None, init=False, repr=False)
     _own_executors: LegExecutors | None = field(default=None, init=False, repr=False)
-    _floor: tuple[float | None] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.executors is None:
@@ -190,7 +188,6 @@ class PackRuntime:
             if recovered is not None and not (report.changed or report.removed):
                 report = recovered  # the rebuild on opening did this run's work
             self._swap(pack)
-            self.calibrate_floor()
             return report
 
     def reload(self) -> BuildReport | None:
@@ -268,36 +265,7 @@ class PackRuntime:
                 except diskerrors.SQLITE_DISK_ERRORS as exc:  # the last commit stands
                     raise diskerrors.disk_error(store.path, exc) from exc
             self._profiles = None
-            self.calibrate_floor()
             return report
-
-    def calibrate_floor(self) -> None:
-        """Fit this pack's "not covered" floor on the index as it now is (index meta), unless
-        the stored one is this generation's; off (`retrieval.pack_floor: false`), without a
-        model or an embedder, or for an index served elsewhere: the global floor."""
-        model, store = packaged_model(), self.store
-        self._floor = None
-        if not self.settings.retrieval.pack_floor or model is None or self.embedder is None:
-            return
-        if not isinstance(store, Store) or self.config.read_only:
-            return
-        if stored_floor(store, model, self.settings.retrieval) is None:
-            calibrate(store, self.pack, self.search, model, self.settings.retrieval)
-
-    def _min_answerable(self) -> float:
-        """The floor this pack's answers are held to: its own when fitted, else the global."""
-        cached = self._floor
-        if cached is None:
-            model, store = packaged_model(), self.store
-            fitted = None
-            if (
-                self.settings.retrieval.pack_floor
-                and model is not None
-                and isinstance(store, Store)
-            ):
-                fitted = stored_floor(store, model, self.settings.retrieval)
-            cached = self._floor = (fitted.floor if fitted else None,)
-        return self.settings.retrieval.min_answerable if cached[0] is None else cached[0]
 
     def problems(self) -> list[str]:
         """What degrades this pack's answers now (for /health): a disk refusing writes,
@@ -335,15 +303,12 @@ class PackRuntime:
             legs=legs,
             confidence=confidence or packaged_model(),
         )
-        retrieval = self.settings.retrieval
-        if confidence is None and retrieval.pack_floor:
-            retrieval = dataclasses.replace(retrieval, min_answerable=self._min_answerable())
         try:
             result = engine.search(
                 self.store,
                 self.slug,
                 request,
-                retrieval,
+                self.settings.retrieval,
                 query_embedding(embedder),
                 options,
             )

@@ -4,7 +4,8 @@ Features come from what the pipeline already knows — each hit's ranks in the t
 whether they agree, its dense cosine, how much of the query's rare vocabulary (weighted by IDF)
 its text and its title/headings hold, its place in the answer — and, for the answer as a whole,
 the activation evidence and the names the query asks about that the pack never mentions
-(another product, another tool). Two small logistic models (``confidence.json``, fitted on the
+(another product, another tool) — unless the rest of the question is answered, when the name
+was only mentioned in passing. Two small logistic models (``confidence.json``, fitted on the
 golden dev split by ``ep-mcp bench calibrate``) turn them into probabilities. Pure: features in,
 probabilities out; the model is loaded at the edge (``confidence_file``).
 """
