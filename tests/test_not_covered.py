@@ -4,8 +4,8 @@ on that server, and `ep-mcp search`. Each answers no hits and says the pack does
 cover the question; `include_low_confidence` (`--include-low-confidence`) shows the hits anyway.
 
 Two questions: one the activation floor already empties (nothing to show even when asked), and
-one that finds hits whose `answerable` falls under `min_answerable` (0.28 against 0.32) —
-those are withheld, and shown when asked.
+one that finds hits whose `answerable` falls under `min_answerable` (0.32) — those are
+withheld, and shown when asked. And one that names an unknown product in passing: answered.
 """
 
 from __future__ import annotations
@@ -151,11 +151,6 @@ def test_the_cli_withholds_an_uncovered_question_and_shows_it_when_asked(
 IN_PASSING = "how do I index a folder of markdown files I keep in Obsidian"  # Obsidian: unknown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #18 build 4, not met: one unknown product named in passing withholds a "
-    "question the pack answers (`unknown_names`; docs/BENCHMARKS.md, fifth round)",
-)
 def test_a_question_naming_one_unknown_product_in_passing_is_not_withheld(
     docs_pack: tuple[Path, dict[str, str]],
 ) -> None:

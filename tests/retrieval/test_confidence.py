@@ -60,20 +60,32 @@ def test_every_hit_gets_a_probability_and_the_answer_one_too() -> None:
     assert 0.0 < judged.answerable < 1.0
 
 
-def test_a_name_the_pack_never_mentions_counts_against_answering() -> None:
-    hits = [_hit(1, 0.6, "smoke simulation domain")]
-    idf = {"houdini": 4.0, "smoke": 1.0}
-    model = ConfidenceModel(
+def _names_model() -> ConfidenceModel:
+    return ConfidenceModel(
         _model(0.0).hit,
-        Logistic(QUERY_FEATURES, tuple(-1.0 * (n == "unknown_names") for n in QUERY_FEATURES),
+        Logistic(QUERY_FEATURES, tuple(-1.0 * (n == "unknown_uncovered") for n in QUERY_FEATURES),
                  2.0, (0.0,) * len(QUERY_FEATURES), (1.0,) * len(QUERY_FEATURES)),
         "local/",
     )  # fmt: skip
-    known = assess(hits, EVIDENCE, idf, model)
-    unknown = assess(hits, EVIDENCE, idf, model, unknown_names={"houdini"})
-    assert known.query_features["unknown_names"] == 0.0
-    assert unknown.query_features["unknown_names"] == 0.8
+
+
+def test_a_name_the_pack_never_mentions_counts_against_answering() -> None:
+    hits = [_hit(1, 0.6, "smoke simulation domain")]
+    idf = {"houdini": 4.0, "pyro": 1.0}  # the rest of the question is not in the first hit
+    known = assess(hits, EVIDENCE, idf, _names_model())
+    unknown = assess(hits, EVIDENCE, idf, _names_model(), unknown_names={"houdini"})
+    assert known.query_features["unknown_uncovered"] == 0.0
+    assert unknown.query_features["unknown_uncovered"] == 0.8
     assert unknown.answerable < known.answerable
+
+
+def test_a_name_the_pack_never_mentions_costs_nothing_when_the_rest_is_answered() -> None:
+    hits = [_hit(1, 0.6, "index a folder of markdown files")]
+    idf = {"obsidian": 4.0, "markdown": 2.0, "folder": 1.0, "index": 1.0}
+    judged = assess(hits, EVIDENCE, idf, _names_model(), unknown_names={"obsidian"})
+    assert judged.query_features["unknown_uncovered"] == 0.0
+    half = assess(hits[:1], EVIDENCE, {**idf, "vault": 4.0}, _names_model(), {"obsidian"})
+    assert half.query_features["unknown_uncovered"] == pytest.approx(4 / 12 * 4 / 8)
 
 
 def test_an_empty_answer_is_not_answerable() -> None:
@@ -185,7 +197,7 @@ def test_the_query_features_name_the_rarest_term_no_hit_contains() -> None:
         "coverage": 1.0,
         "idf_coverage": 0.5,
         "rare_missing": 0.5,  # zigbee: 3 of 6
-        "unknown_names": 0.0,  # no name-like word of the query is absent from the pack
+        "unknown_uncovered": 0.0,  # no name-like word of the query is absent from the pack
     }
 
 
@@ -198,7 +210,7 @@ def test_the_query_features_without_hits_or_a_dense_leg() -> None:
         "coverage": 0.0,
         "idf_coverage": 0.0,
         "rare_missing": 0.0,
-        "unknown_names": 0.0,
+        "unknown_uncovered": 0.0,
     }
 
 

@@ -4,7 +4,8 @@ Features come from what the pipeline already knows — each hit's ranks in the t
 whether they agree, its dense cosine, how much of the query's rare vocabulary (weighted by IDF)
 its text and its title/headings hold, its place in the answer — and, for the answer as a whole,
 the activation evidence and the names the query asks about that the pack never mentions
-(another product, another tool). Two small logistic models (``confidence.json``, fitted on the
+(another product, another tool) — unless the rest of the question is answered, when the name
+was only mentioned in passing. Two small logistic models (``confidence.json``, fitted on the
 golden dev split by ``ep-mcp bench calibrate``) turn them into probabilities. Pure: features in,
 probabilities out; the model is loaded at the edge (``confidence_file``).
 """
@@ -40,7 +41,10 @@ QUERY_FEATURES = (
     "coverage",  # best plain term coverage among the top lexical hits
     "idf_coverage",  # best IDF coverage among the hits
     "rare_missing",  # IDF share of the single rarest query term no hit contains
-    "unknown_names",  # IDF share of the query's name-like words found nowhere in the pack
+    # IDF share of the query's name-like words found nowhere in the pack, times the share of
+    # the rest of the query the first hit leaves uncovered: a product named in passing by a
+    # question the pack answers costs nothing; a question about that product does
+    "unknown_uncovered",
 )
 
 
@@ -157,6 +161,7 @@ def query_features(
     mass = sum(idf.values()) or 1.0
     seen = set().union(*(stems_of(t) for t in texts)) if texts else set()
     missing = [w for t, w in idf.items() if stem(t) not in seen]
+    unknown = sum(w for t, w in idf.items() if t in unknown_names) / mass
     return {
         "best_hit": best_logit,
         "top_cosine": evidence.top_cosine or 0.0,
@@ -164,8 +169,19 @@ def query_features(
         "coverage": evidence.coverage,
         "idf_coverage": max((h["idf_coverage"] for h in hits), default=0.0),
         "rare_missing": max(missing, default=0.0) / mass,
-        "unknown_names": sum(w for t, w in idf.items() if t in unknown_names) / mass,
+        "unknown_uncovered": unknown * uncovered_rest(idf, unknown_names, texts[:1]),
     }
+
+
+def uncovered_rest(
+    idf: Mapping[str, float], unknown: Collection[str], texts: Sequence[str]
+) -> float:
+    """Share of the IDF mass of the query's other terms (not ``unknown``) that ``texts`` (the
+    first hit's) leave out; 1 when there are none or no text."""
+    rest = {t: w for t, w in idf.items() if t not in unknown}
+    if not rest or not texts:
+        return 1.0
+    return 1.0 - idf_coverage(rest, texts[0])
 
 
 def assess(
