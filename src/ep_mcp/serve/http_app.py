@@ -172,7 +172,8 @@ class McpEndpoint:
         slug = scope.get("path_params", {}).get("slug")
         served = self.serve.library.slugs()
         route = "/mcp" if slug is None else f"/packs/{slug}/mcp"
-        credential = await self.gate.credential(scope, route if slug in (None, *served) else "")
+        # an unknown slug's route is weighed like a real one's (no existence oracle)
+        credential = await self.gate.credential(scope, route)
         decision = auth.decide(self.ring, served, slug, credential, hub=self.serve.hub is not None)
         if decision.status != 200:
             if decision.status == 404:
@@ -400,7 +401,7 @@ def create_app(
             Route("/mcp", mcp),
             Route("/packs/{slug}/mcp", mcp),
             Route("/openapi.json", openapi, methods=["GET"]),
-            *metadata_routes(gate, serve.library.slugs, serve.hub is not None),
+            *metadata_routes(gate, serve.hub is not None),
             *web_routes(serve, ring),
         ],
         middleware=middleware,
