@@ -184,7 +184,7 @@ class OAuthSettings:
     timeout_s: float = 5.0  # per request to the authorization server
     jwks_ttl_s: float = 300.0  # how long fetched keys are used before a refetch
     jwks_refetch_s: float = 30.0  # an unknown `kid` refetches the keys at most this often
-    introspection_ttl_s: float = 60.0  # an introspection answer is reused this long (≤ exp)
+    introspection_ttl_s: float = 30.0  # an introspection answer is reused this long (≤ exp)
 
     @property
     def enabled(self) -> bool:

@@ -213,6 +213,8 @@ TOKEN_ALGORITHMS = (
     "EdDSA",
 )
 MAX_CLOCK_SKEW_S = 300.0
+# a revoked opaque token is still accepted until its kept answer ends: at most this long
+MAX_INTROSPECTION_TTL_S = 300.0
 OAUTH_INSTALL = "pip install 'ep-mcp[oauth]'"
 
 
@@ -315,6 +317,11 @@ def _oauth(settings: Settings) -> list[str]:
     for name in ("jwks_ttl_s", "jwks_refetch_s", "introspection_ttl_s"):
         if getattr(a, name) < 0:
             out.append(f"{key}.{name}: must be 0 or more seconds — got {getattr(a, name)}")
+    if a.introspection_ttl_s > MAX_INTROSPECTION_TTL_S:
+        out.append(
+            f"{key}.introspection_ttl_s: at most {MAX_INTROSPECTION_TTL_S:g} seconds (a revoked "
+            f"token works until its kept answer ends) — got {a.introspection_ttl_s}"
+        )
     if a.client_secret_file is not None and a.client_secret_env is not None:
         out.append(f"{key}.client_secret_file: set it or client_secret_env, not both")
     has_secret = a.client_secret_file or a.client_secret_env or a.client_secret
