@@ -557,3 +557,23 @@ def test_a_version_without_its_load_statistics_is_one_line_naming_the_republish(
     message = str(err.value)
     assert "\n" not in message and "pg_stats" in message
     assert "republish" in message and "--to postgres" in message
+
+
+def test_the_load_builds_hnsw_with_the_configured_memory(
+    tmp_path: Path, make_pack: Any, postgres_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    home = tmp_path / "home"
+    published = publish_pack(make_pack(GARDEN, name="garden"), home, tmp_path / "out", "hashing")
+    pg = settings_for(
+        home,
+        "hashing",
+        index={
+            "engine": "postgres",
+            "dsn": fresh_database(postgres_dsn),
+            "pg_build_memory": "96MB",
+        },
+    )
+    with caplog.at_level("INFO", logger="ep_mcp.index.pgload"):
+        loaded = publish_version(pg.index, published.version_dir)
+    assert loaded.vectors > 0
+    assert f"building the HNSW index of {loaded.vectors} vectors with 96 MB" in caplog.text
