@@ -6,6 +6,7 @@ valid key; the environment is read once at the edge (config_env.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -129,6 +130,14 @@ class RerankerSettings:
     budget_ms: int = 2000  # past it the pool keeps its order (with a note)
 
 
+def memory_mb(text: str) -> int | None:
+    """Megabytes of a size written ``<n>MB`` or ``<n>GB`` (any case); None for anything else."""
+    m = re.fullmatch(r"\s*(\d{1,7})\s*([MG])B\s*", text, re.IGNORECASE)
+    if m is None:
+        return None
+    return int(m.group(1)) * (1024 if m.group(2).upper() == "G" else 1)
+
+
 @dataclass(frozen=True)
 class IndexSettings:
     vector_engine: VectorEngine = VectorEngine.AUTO
@@ -138,6 +147,9 @@ class IndexSettings:
     dsn: str | None = None  # e.g. "host=db.internal dbname=ep user=ep"
     dsn_file: Path | None = None
     pg_ef_search: int = 400  # HNSW candidates per vector query (well above the pool asked for)
+    # `maintenance_work_mem` of a load's HNSW build: "auto" (scaled with the vectors, 64 MB..2 GB)
+    # or a size such as "512MB" or "4GB" (docs/SCALING.md)
+    pg_build_memory: str = "auto"
     max_tokens: int = 1000  # token ceiling of one atom before it is split at ##/### headings
     context_prefix_template: str = ""  # e.g. "From {title}, section {section}." ("" = sidecar only)
     max_file_bytes: int = 2_000_000  # larger files are skipped with a warning
@@ -184,7 +196,7 @@ class OAuthSettings:
     timeout_s: float = 5.0  # per request to the authorization server
     jwks_ttl_s: float = 300.0  # how long fetched keys are used before a refetch
     jwks_refetch_s: float = 30.0  # an unknown `kid` refetches the keys at most this often
-    introspection_ttl_s: float = 60.0  # an introspection answer is reused this long (≤ exp)
+    introspection_ttl_s: float = 30.0  # an introspection answer is reused this long (≤ exp)
 
     @property
     def enabled(self) -> bool:

@@ -18,11 +18,13 @@ from ep_mcp.config import (
     Settings,
     Transport,
     VectorEngine,
+    memory_mb,
 )
 from ep_mcp.config_schema import did_you_mean
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 PACK_KINDS = ("expertpack", "skills", "markdown")
+MIN_BUILD_MB, MAX_BUILD_MB = 64, 64 * 1024  # index.pg_build_memory (PostgreSQL's default is 64)
 MAX_HEADER_TIMEOUT_S = 600.0  # server.header_timeout_s: a bound, not "forever"
 
 _UNIT_INTERVAL = (
@@ -152,6 +154,14 @@ def _server_and_packs(settings: Settings) -> list[str]:
         out.append("index.dsn_file: give index.dsn or index.dsn_file, not both")
     if not 10 <= idx.pg_ef_search <= 1000:
         out.append(f"index.pg_ef_search: must be 10..1000 — got {idx.pg_ef_search}")
+    build_mb = memory_mb(idx.pg_build_memory)
+    if idx.pg_build_memory != "auto" and not (
+        build_mb is not None and MIN_BUILD_MB <= build_mb <= MAX_BUILD_MB
+    ):
+        out.append(
+            "index.pg_build_memory: auto, or a size from 64MB to 64GB such as 512MB or 4GB — "
+            f"got {str(idx.pg_build_memory)[:40]!r}"
+        )
     slugs = [p.slug for p in settings.packs if p.slug]
     dupes = {s for s in slugs if slugs.count(s) > 1}
     if dupes:
@@ -213,6 +223,8 @@ TOKEN_ALGORITHMS = (
     "EdDSA",
 )
 MAX_CLOCK_SKEW_S = 300.0
+# a revoked opaque token is still accepted until its kept answer ends: at most this long
+MAX_INTROSPECTION_TTL_S = 300.0
 OAUTH_INSTALL = "pip install 'ep-mcp[oauth]'"
 
 
@@ -315,6 +327,11 @@ def _oauth(settings: Settings) -> list[str]:
     for name in ("jwks_ttl_s", "jwks_refetch_s", "introspection_ttl_s"):
         if getattr(a, name) < 0:
             out.append(f"{key}.{name}: must be 0 or more seconds — got {getattr(a, name)}")
+    if a.introspection_ttl_s > MAX_INTROSPECTION_TTL_S:
+        out.append(
+            f"{key}.introspection_ttl_s: at most {MAX_INTROSPECTION_TTL_S:g} seconds (a revoked "
+            f"token works until its kept answer ends) — got {a.introspection_ttl_s}"
+        )
     if a.client_secret_file is not None and a.client_secret_env is not None:
         out.append(f"{key}.client_secret_file: set it or client_secret_env, not both")
     has_secret = a.client_secret_file or a.client_secret_env or a.client_secret

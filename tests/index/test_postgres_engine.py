@@ -524,3 +524,56 @@ def test_a_version_built_with_embedding_windows_is_refused_in_one_line(
             conn_pg.execute("SELECT count(*) FROM ep_mcp.versions").fetchone()[0] if loaded else 0
         )
     assert versions == 0
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DELETE FROM {s}.meta WHERE key = 'pg_stats'",
+        "UPDATE {s}.meta SET value = '{{\"rows\": 1}}' WHERE key = 'pg_stats'",
+    ],
+)
+def test_a_version_without_its_load_statistics_is_one_line_naming_the_republish(
+    tmp_path: Path, make_pack: Any, postgres_dsn: str, damage: str
+) -> None:
+    """A version loaded by an ep-mcp that wrote no `pg_stats` (or a damaged one) is refused
+    with the fix, not a KeyError."""
+    from ep_mcp.errors import IndexBuildError
+    from ep_mcp.index.pgindex import PgIndex
+
+    home = tmp_path / "home"
+    dsn = fresh_database(postgres_dsn)
+    loaded = load(
+        dsn,
+        publish_pack(make_pack(GARDEN, name="garden"), home, tmp_path / "out", "hashing"),
+        home,
+        "hashing",
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(damage.format(s=f'"{loaded.schema}"'))
+    settings = settings_for(home, "hashing", index={"engine": "postgres", "dsn": dsn})
+    with pytest.raises(IndexBuildError) as err:
+        PgIndex.open(settings.index, "garden")
+    message = str(err.value)
+    assert "\n" not in message and "pg_stats" in message
+    assert "republish" in message and "--to postgres" in message
+
+
+def test_the_load_builds_hnsw_with_the_configured_memory(
+    tmp_path: Path, make_pack: Any, postgres_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    home = tmp_path / "home"
+    published = publish_pack(make_pack(GARDEN, name="garden"), home, tmp_path / "out", "hashing")
+    pg = settings_for(
+        home,
+        "hashing",
+        index={
+            "engine": "postgres",
+            "dsn": fresh_database(postgres_dsn),
+            "pg_build_memory": "96MB",
+        },
+    )
+    with caplog.at_level("INFO", logger="ep_mcp.index.pgload"):
+        loaded = publish_version(pg.index, published.version_dir)
+    assert loaded.vectors > 0
+    assert f"building the HNSW index of {loaded.vectors} vectors with 96 MB" in caplog.text

@@ -131,7 +131,7 @@ def test_post_search_checks_the_vector_dimension(serve_ctx: Any) -> None:
         ("GET", "/search?q=x&pack=beta&n=0", None, 422),
         ("GET", "/search?q=x&pack=beta&n=1000000000000", None, 400),
         ("GET", "/search?q=x&pack=beta&reconstruct=maybe", None, 400),
-        ("GET", "/search?q=x&pack=nope", None, 404),
+        ("GET", "/search?q=x&pack=nope", None, 403),  # like a pack the key does not open
         ("GET", "/search?q=" + "a" * 5000 + "&pack=beta", None, 422),
         ("POST", "/search", b"{not json", 400),
         ("POST", "/search", b"[1, 2]", 400),
@@ -215,7 +215,7 @@ def test_keys_are_checked_per_pack_on_search(
         ("/packs/alpha/mcp", bearer("nope"), 401),
         ("/packs/alpha/mcp", bearer("sk-alpha"), 200),
         ("/packs/beta/mcp", bearer("sk-beta"), 200),
-        ("/packs/nope/mcp", bearer("sk-beta"), 404),
+        ("/packs/nope/mcp", bearer("sk-beta"), 403),
         ("/mcp", {}, 401),
         ("/mcp", bearer("nope"), 401),
         ("/mcp", bearer("sk-alpha"), 200),
@@ -231,6 +231,42 @@ def test_keys_are_checked_on_mcp_endpoints(
         assert r.status_code == status, r.text
 
     with_client(serve, ring, fn)
+
+
+@pytest.mark.parametrize("headers", [{}, bearer("wrong"), bearer("sk-beta")])
+def test_an_unknown_slug_is_answered_like_a_hidden_pack_so_no_caller_learns_which_exist(
+    serve_ctx: Any, headers: dict[str, Any]
+) -> None:
+    serve, ring = serve_ctx
+
+    async def answers(c: httpx2.AsyncClient, slug: str) -> list[tuple[int, str, str]]:
+        out = []
+        for r in (
+            await c.post(f"/packs/{slug}/mcp", json=INIT, headers={**MCP_HEADERS, **headers}),
+            await c.get("/search", params={"q": "port", "pack": slug}, headers=headers),
+        ):
+            text = r.json()["error"]["message"].replace(slug, "<slug>")
+            out.append((r.status_code, text, r.headers.get("www-authenticate", "")))
+        return out
+
+    async def fn(c: httpx2.AsyncClient) -> None:
+        hidden, unknown = await answers(c, "alpha"), await answers(c, "nope")
+        assert hidden == unknown
+        assert all(status in (401, 403) for status, _, _ in unknown)
+
+    with_client(serve, ring, fn)
+
+
+def test_without_any_key_an_unknown_slug_is_still_a_plain_404(open_ctx: Any) -> None:
+    from ep_mcp.serve.auth import KeyRing
+
+    async def fn(c: httpx2.AsyncClient) -> None:
+        r = await c.post("/packs/nope/mcp", json=INIT, headers=MCP_HEADERS)
+        assert r.status_code == 404 and "list the packs at /packs" in r.text
+        r = await c.get("/search", params={"q": "port", "pack": "nope"})
+        assert r.status_code == 404 and "packs you can search: alpha, beta" in r.text
+
+    with_client(open_ctx, KeyRing(), fn)
 
 
 def test_mcp_for_all_packs_shows_only_the_packs_the_key_opens(serve_ctx: Any) -> None:

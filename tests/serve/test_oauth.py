@@ -149,9 +149,37 @@ def test_the_protected_resource_metadata_names_the_issuer_for_every_route(
         assert doc["authorization_servers"] == [auth.issuer]
         assert set(doc["scopes_supported"]) == scopes
         assert doc["bearer_methods_supported"] == ["header"]
-    assert (
-        httpx2.get(f"{base}/.well-known/oauth-protected-resource/packs/nope/mcp").status_code == 404
-    )
+    r = httpx2.get(f"{base}/.well-known/oauth-protected-resource/packs/no.such-pack/mcp")
+    assert r.status_code == 200  # like any pack's: a 404 here told which hidden slugs exist
+    assert r.json()["resource"] == base + "/packs/no.such-pack/mcp"
+    assert r.json()["scopes_supported"] == ["ep:pack:no.such-pack"]
+
+
+def test_an_anonymous_caller_cannot_tell_a_hidden_pack_from_an_unknown_slug(
+    stack: dict[str, Any],
+) -> None:
+    base, auth = stack["base"], stack["auth"]
+    token = token_for(auth, "ep:pack:alpha", base)
+
+    def answers(slug: str, headers: dict[str, str]) -> list[tuple[int, str, str, str]]:
+        out = []
+        for r in (
+            httpx2.get(f"{base}/.well-known/oauth-protected-resource/packs/{slug}/mcp"),
+            httpx2.post(f"{base}/packs/{slug}/mcp", json=INIT, headers={**MCP_HEADERS, **headers}),
+            httpx2.get(f"{base}/search", params={"q": "tomatoes", "pack": slug}, headers=headers),
+        ):
+            out.append(
+                (
+                    r.status_code,
+                    r.text.replace(slug, "<slug>"),
+                    r.headers.get("www-authenticate", "").replace(slug, "<slug>"),
+                    r.headers.get("content-type", ""),
+                )
+            )
+        return out
+
+    for headers in ({}, bearer("not-a-token"), bearer(token)):
+        assert answers("beta", headers) == answers("gamma", headers), headers
 
 
 def test_without_a_token_every_pack_is_a_401_pointing_at_the_metadata(

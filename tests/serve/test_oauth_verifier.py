@@ -188,6 +188,10 @@ BASE = {"issuers": [ISSUER], "resource": RESOURCE}
         ),
         ({"resource": RESOURCE}, "server.auth.resource: set but server.auth.issuers"),
         ({**BASE, "clock_skew_s": 3600}, "server.auth.clock_skew_s: must be between 0 and 300"),
+        (
+            {**BASE, "introspection_ttl_s": 3600},
+            "server.auth.introspection_ttl_s: at most 300 seconds (a revoked token works",
+        ),
     ],
 )
 def test_server_auth_mistakes_are_one_line_errors_naming_the_key(
@@ -270,6 +274,39 @@ def test_introspection_answers_are_reused_briefly_and_never_past_exp() -> None:
     assert isinstance(v.verify("opaque2", [RESOURCE]), Rejected)
 
 
+def test_introspection_by_default_hears_of_a_revocation_within_30_seconds() -> None:
+    endpoint, clock = Introspector(), Clock(T0)
+    v = introspecting(endpoint, clock)
+    endpoint.answers["t"] = {"active": True, "aud": RESOURCE, "exp": T0 + 3600, "scope": ""}
+    assert not isinstance(v.verify("t", [RESOURCE]), Rejected)
+    endpoint.answers["t"] = {"active": False}  # revoked
+    clock.now = T0 + 30
+    assert isinstance(v.verify("t", [RESOURCE]), Rejected) and endpoint.asked == 2
+
+
+@pytest.mark.parametrize("ttl", [0, 1, 30, 300])
+@pytest.mark.parametrize("left", [-10, 0, 0.5, 5, 29, 31, 299, 10_000])
+def test_a_kept_introspection_answer_never_outlives_the_tokens_exp(ttl: float, left: float) -> None:
+    endpoint, clock = Introspector(), Clock(T0)
+    v = introspecting(endpoint, clock, introspection_ttl_s=ttl)
+    answer = {"active": True, "aud": RESOURCE, "exp": T0 + left, "scope": "ep:pack:a"}
+    endpoint.answers["t"] = answer
+    first = v.verify("t", [RESOURCE])
+    if isinstance(first, auth.TokenGrant):  # a grant ends with the answer, or exp + the skew
+        assert first.until is not None and first.until <= T0 + min(ttl, left + 30)
+    last = T0  # when the kept answer was asked
+    for step in (0.25, 0.5, 1, 5, 29, 30, 31, 299, 300, 301, 10_001):
+        clock.now = T0 + step
+        asked = endpoint.asked
+        v.verify("t", [RESOURCE])
+        kept_until = last + min(ttl, max(0.0, T0 + left - last))
+        if clock.now >= kept_until:  # past the TTL or exp: asked again, never the kept answer
+            assert endpoint.asked == asked + 1, step
+            last = clock.now
+        else:
+            assert endpoint.asked == asked and clock.now < T0 + left, step
+
+
 @pytest.mark.parametrize(
     "answer",
     [
@@ -324,3 +361,62 @@ def test_discovered_keys_come_only_from_metadata_naming_exactly_our_issuer() -> 
     }
     clock.now += 1
     assert isinstance(v.verify(token, [RESOURCE]), auth.TokenGrant)
+
+
+class DeadServer:
+    """A fake authorization server that is down: every fetch counted, by URL, and refused."""
+
+    def __init__(self) -> None:
+        self.fetched: list[str] = []
+        self.up: dict[str, Mapping[str, Any]] = {}  # URL -> its answer once it is back
+
+    def fetch(self, request: urllib.request.Request, timeout: float) -> Mapping[str, Any]:
+        self.fetched.append(request.full_url)
+        if request.full_url in self.up:
+            return self.up[request.full_url]
+        raise Unavailable("connection refused")
+
+
+def _a_request_every_tenth_of_a_second_for(
+    v: TokenVerifier, clock: Clock, seconds: int, token: Any
+) -> None:
+    for i in range(seconds * 10):
+        clock.now = T0 + i / 10
+        assert isinstance(v.verify(token(i), [RESOURCE]), Rejected)
+
+
+@pytest.mark.parametrize("configured", [True, False])
+def test_a_dead_introspection_endpoint_is_asked_once_per_backoff_interval_not_per_request(
+    configured: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, clock = DeadServer(), Clock(T0)
+    endpoint = {"introspection_endpoint": f"{ISSUER}/introspect"} if configured else {}
+    s = OAuthSettings(
+        issuers=(ISSUER,), resource=RESOURCE, client_id="ep-mcp", client_secret="s", **endpoint
+    )
+    v = TokenVerifier(s, fetch=server.fetch, now=clock, monotonic=clock)
+    _a_request_every_tenth_of_a_second_for(v, clock, 60, lambda i: f"opaque-{i}")
+    # 600 requests, each with a new token: attempts at 0, 1, 3, 7, 15, 31 s (doubling to 30 s)
+    per_attempt = 1 if configured else 2  # discovery tries RFC 8414's URL, then OIDC's
+    assert len(server.fetched) == 6 * per_attempt, server.fetched
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) <= 6
+    # back up: the next attempt after the wait is heard, and resets the backoff
+    metadata = {"issuer": ISSUER, "introspection_endpoint": f"{ISSUER}/introspect"}
+    server.up = {f"{ISSUER}/.well-known/oauth-authorization-server": metadata}
+    server.up[f"{ISSUER}/introspect"] = {"active": True, "aud": RESOURCE, "exp": T0 + 999}
+    clock.now = T0 + 61
+    assert not isinstance(v.verify("opaque-back", [RESOURCE]), Rejected)
+
+
+def test_a_dead_key_server_is_asked_once_per_refetch_interval_not_per_request() -> None:
+    server, clock = DeadServer(), Clock(T0)
+    v = TokenVerifier(
+        OAuthSettings(issuers=(ISSUER,), resource=RESOURCE),
+        fetch=server.fetch,
+        now=clock,
+        monotonic=clock,
+    )
+    keys = KeyServer()
+    _a_request_every_tenth_of_a_second_for(v, clock, 60, lambda i: keys.sign(claims(n=i)))
+    # discovery (two URLs), at 0 and 30 s (`jwks_refetch_s`)
+    assert len(server.fetched) == 4, server.fetched

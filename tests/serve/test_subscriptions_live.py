@@ -3,6 +3,8 @@ over Streamable HTTP on uvicorn (2026-07-28 listen streams; none in the stateles
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -166,5 +168,47 @@ def test_http_listen_streams_hear_of_edits_and_end_when_the_server_stops(
                 await sub.__anext__()
             # uvicorn re-raises the SIGTERM it handled once it has shut down
             assert await anyio.to_thread.run_sync(proc.wait, 30) == -signal.SIGTERM
+
+    anyio.run(go)
+
+
+def test_one_caller_cannot_hold_every_listen_stream(http_server: Any) -> None:
+    from ep_mcp.serve.http_app import MAX_LISTENS_PER_CALLER
+
+    base, _ = http_server
+
+    async def go() -> None:
+        sent: list[httpx2.Request] = []  # the SDK's own listen requests, to replay one raw
+
+        async def record(request: httpx2.Request) -> None:
+            if b"subscriptions/listen" in request.content:
+                sent.append(request)
+
+        async with contextlib.AsyncExitStack() as stack:
+            http = httpx2.AsyncClient(timeout=30, event_hooks={"request": [record]})
+            c = await stack.enter_async_context(
+                Client(streamable_http_client(f"{base}/mcp", http_client=http))
+            )
+            for _ in range(MAX_LISTENS_PER_CALLER):
+                await stack.enter_async_context(c.listen(resource_subscriptions=[GARDENING]))
+            raw = await stack.enter_async_context(httpx2.AsyncClient(timeout=30))
+            headers = {k: v for k, v in sent[0].headers.items() if k.lower() != "content-length"}
+            content = sent[0].content
+            async with raw.stream("POST", f"{base}/mcp", content=content, headers=headers) as r:
+                assert r.status_code == 429  # (a stream that opened would answer 200 here)
+                body = json.loads(await r.aread())
+            assert body["error"]["message"].startswith(
+                f"this caller already holds {MAX_LISTENS_PER_CALLER} open subscriptions/listen"
+            )
+            with pytest.raises(MCPError):  # the SDK client is refused too
+                async with c.listen(resource_subscriptions=[GARDENING]):
+                    pass
+            # another credential is not held up by this caller's streams
+            keyed = await stack.enter_async_context(client(f"{base}/packs/alpha/mcp", "sk-alpha"))
+            alpha = "ep://alpha/file/overview.md"
+            await stack.enter_async_context(keyed.listen(resource_subscriptions=[alpha]))
+        # the streams ended with their clients: the caller may listen again
+        async with client(f"{base}/mcp") as c, c.listen(resource_subscriptions=[GARDENING]):
+            pass
 
     anyio.run(go)

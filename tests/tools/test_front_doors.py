@@ -90,6 +90,7 @@ def test_the_mcp_tools_refuse_in_the_shared_words(served: tuple[Any, Any], missi
     server = build_server(served[0])
     calls = {
         "blank": ("ep_search", {"query": BLANK}),
+        "empty": ("ep_search", {"query": ""}),  # the schema's minLength: the same words
         "range": ("ep_search", {"query": "ports", "max_results": 0}),
         "missing": ("ep_read", {"path": "missing.md"}),
         "neither": ("ep_read", {"section": "Ports"}),
@@ -106,6 +107,7 @@ def test_the_mcp_tools_refuse_in_the_shared_words(served: tuple[Any, Any], missi
 
     anyio.run(go)
     assert BLANK_QUERY in texts["blank"]
+    assert texts["empty"] == texts["blank"]
     assert "ep_search: `max_results` " + RANGE in texts["range"]
     assert missing in texts["missing"]
     assert PATH_OR_ID in texts["neither"]

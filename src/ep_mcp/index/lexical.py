@@ -1,4 +1,4 @@
-"""The lexical leg's SQL: FTS5 BM25 over the chunks, bounded in time (``Store`` calls these)."""
+"""The lexical leg's SQL: FTS5 BM25 over the chunks, bounded in CPU time (``Store`` calls these)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def top(
     """Chunks matching any term, best BM25 first, as (chunk_id, score ≥ 0).
 
     Terms are quoted here, so no FTS5 syntax from a user ever reaches SQLite; a query that
-    runs past ``time_limit_ms`` is cut short and returns what it has.
+    runs past ``time_limit_ms`` of this thread's CPU time is cut short and returns what it has.
     """
     quoted = [f'"{t.replace(chr(34), "")}"' for t in terms if t.replace('"', "").strip()]
     if not quoted:
@@ -29,9 +29,11 @@ def top(
         f"SELECT rowid, -bm25(chunks_fts, {w}) AS s FROM chunks_fts "
         f"WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, {w}) LIMIT ?"
     )
-    deadline = time.monotonic() + time_limit_ms / 1000.0
+    # the limit is CPU time of this thread, not the wall clock: on a loaded machine a search
+    # waiting for a core was cut short although it had barely run
+    deadline = time.thread_time() + time_limit_ms / 1000.0
     out: list[tuple[int, float]] = []
-    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+    conn.set_progress_handler(lambda: int(time.thread_time() > deadline), 1000)
     try:
         for rowid, score in conn.execute(sql, (match, n)):
             out.append((int(rowid), float(score)))

@@ -13,6 +13,7 @@ retried once; if that fails too the query is one `IndexUnavailableError` line an
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ep_mcp.config import IndexSettings
-from ep_mcp.errors import IndexUnavailableError, NotFoundError
+from ep_mcp.errors import IndexBuildError, IndexUnavailableError, NotFoundError
 from ep_mcp.index import pgbm25
 from ep_mcp.index.embed.base import key_dimension
 from ep_mcp.index.pgconnect import connect, first_line, psycopg_module, resolve_dsn
@@ -71,6 +72,15 @@ def published_version(settings: IndexSettings, slug: str) -> str:
     return version
 
 
+def _load_stats(raw: object) -> dict[str, int] | None:
+    """The counts `pgload` wrote at the load (`pg_stats`); None when missing or damaged."""
+    with contextlib.suppress(KeyError, TypeError, ValueError, RecursionError):
+        stats = json.loads(raw) if isinstance(raw, str) else None
+        if isinstance(stats, dict):
+            return {k: int(stats[k]) for k in ("rows", "tokens", "vectors", "pending")}
+    return None
+
+
 class PgIndex:
     """One published version of one pack on PostgreSQL (read-only)."""
 
@@ -89,14 +99,21 @@ class PgIndex:
         self._closed = False
         meta = dict(self._run(lambda c: c.execute("SELECT key, value FROM meta").fetchall()))
         self._features: dict[str, Any] = dict(json.loads(meta.get("index_features") or "{}"))
-        stats = json.loads(meta["pg_stats"])
-        self._rows, self._tokens = int(stats["rows"]), int(stats["tokens"])
+        stats = _load_stats(meta.get("pg_stats"))
+        if stats is None:
+            self.close()
+            raise IndexBuildError(
+                f"pack '{slug}' version {version} on PostgreSQL has no load statistics "
+                "(`pg_stats`: loaded by an older ep-mcp, or damaged) — republish it with "
+                "`ep-mcp index PACK --out DIR --to postgres`"
+            ) from None
+        self._rows, self._tokens = stats["rows"], stats["tokens"]
         self._counts = {
             "files": self._count("files"),
             "chunks": self._rows,
-            "vectors": int(stats["vectors"]),
+            "vectors": stats["vectors"],
             "cached": self._count("embed_cache"),
-            "pending": int(stats["pending"]),
+            "pending": stats["pending"],
         }
 
     @classmethod

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import struct
 import time
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from typing import Any
 
 import apsw
 
-from ep_mcp.config import IndexSettings
+from ep_mcp.config import IndexSettings, memory_mb
 from ep_mcp.errors import ConfigError
 from ep_mcp.index.artifact import INDEX, ArtifactError, Manifest, check
 from ep_mcp.index.pgconnect import connect, psycopg_module, resolve_dsn
@@ -67,7 +68,10 @@ CHUNK_COLUMNS = (
     "id, path, chunk_index, heading_path, line_start, line_end, byte_start, byte_end, text, "
     "context_prefix, span_hash, section, tokens"
 )
-HNSW_BUILD_MEMORY = "1GB"  # for the load: HNSW is ~2 KB per 384-d chunk, so ~500k chunks fit
+# `index.pg_build_memory: auto`: the HNSW graph held in memory while it is built (with
+# PostgreSQL's 64 MB default it spills to disk and a 100k build ran past 16 min): about
+# 4·dim + 512 bytes a vector (~2 KB at 384-d), a quarter more for headroom, within these
+AUTO_BUILD_MB = (64, 2048)
 
 
 def schema_name(slug: str, version: str) -> str:
@@ -119,7 +123,11 @@ def load_index(settings: IndexSettings, index: Path, manifest: Manifest, keep: i
             (manifest.slug, manifest.version),
         ).fetchone()
         loaded_before = (manifest.chunks, -1, -1)  # chunks, vectors, postings (-1: not now)
-        counts = _load(conn, index, manifest, schema) if row is None else loaded_before
+        counts = (
+            _load(conn, index, manifest, schema, settings.pg_build_memory)
+            if row is None
+            else loaded_before
+        )
         removed = flip(conn, manifest.slug, manifest.version, keep)
     return Loaded(
         manifest.slug,
@@ -159,7 +167,19 @@ def _open_sqlite(index: Path) -> apsw.Connection:
     return apsw.Connection(f"file:{index}?immutable=1", flags=flags)
 
 
-def _load(conn: Any, index: Path, manifest: Manifest, schema: str) -> tuple[int, int, int]:
+def build_memory_mb(setting: str, vectors: int, dim: int) -> int:
+    """`maintenance_work_mem` (MB) of the HNSW build of ``vectors`` of ``dim``: the
+    configured size, or for `auto` the graph's estimate within `AUTO_BUILD_MB`."""
+    explicit = memory_mb(setting)
+    if explicit is not None:
+        return explicit
+    need = math.ceil(vectors * (4 * dim + 512) * 1.25 / 2**20)
+    return max(AUTO_BUILD_MB[0], min(AUTO_BUILD_MB[1], need))
+
+
+def _load(
+    conn: Any, index: Path, manifest: Manifest, schema: str, build_memory: str = "auto"
+) -> tuple[int, int, int]:
     """Copy one version into ``schema`` and check it, in one transaction."""
     src = _open_sqlite(index)
     try:
@@ -200,7 +220,14 @@ def _load(conn: Any, index: Path, manifest: Manifest, schema: str) -> tuple[int,
             conn.execute("CREATE INDEX postings_term ON postings(term)")
             conn.execute("CREATE INDEX chunks_path ON chunks(path)")
             if dim:  # the graph built in memory (pgvector's default 64 MB spills to disk)
-                conn.execute(f"SET LOCAL maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
+                build_mb = build_memory_mb(build_memory, vectors, int(dim))
+                logger.info(
+                    "pack %s: building the HNSW index of %d vectors with %d MB",
+                    manifest.slug,
+                    vectors,
+                    build_mb,
+                )
+                conn.execute(f"SET LOCAL maintenance_work_mem = '{int(build_mb)}MB'")
                 conn.execute(
                     "CREATE INDEX vectors_hnsw ON vectors USING hnsw (vec vector_cosine_ops)"
                 )

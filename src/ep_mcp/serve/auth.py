@@ -141,6 +141,11 @@ class KeyRing:
     def protects(self, slug: str) -> bool:
         return self.oauth or slug in self.digests
 
+    def hides(self) -> bool:
+        """Some pack here needs a key or token: a slug a caller cannot open is answered the
+        same whether it exists or not (no existence oracle beside `GET /packs`)."""
+        return self.oauth or bool(self.digests)
+
     def _hub_without_key(self) -> bool:
         return not self.hub_digests and not self.digests and not self.oauth
 
@@ -207,7 +212,7 @@ def _decide_token(
     """A verified token opens what its scopes name; anything else is `insufficient_scope`."""
     access = ring.access(grant, served, hub)
     if wanted is not None:
-        if wanted not in served:
+        if wanted not in served and not ring.hides():
             return Decision(NOTHING, 404, f"pack '{wanted[:100]}' not found")
         if wanted in access.packs:
             return Decision(Access(frozenset({wanted}), access.hub))
@@ -240,8 +245,9 @@ def decide(
 ) -> Decision:
     """Authorize a request for pack ``wanted`` (one pack's route), or for every pack (None).
 
-    ``wanted`` must be one of ``served`` (the caller answers 404 first). A key that opens
-    nothing here is refused outright, even where open packs exist.
+    A ``wanted`` not served is a 404 only where no pack needs a key; elsewhere it is refused
+    like a pack the credential does not open. A key that opens nothing here is refused
+    outright, even where open packs exist.
     """
     if isinstance(credential, TokenGrant):
         return _decide_token(ring, served, wanted, credential, hub)
@@ -259,12 +265,16 @@ def decide(
         "invalid_token",
     )
     if wanted is not None:
-        if wanted not in served:
+        if wanted not in served and not ring.hides():
             return Decision(NOTHING, 404, f"pack '{wanted[:100]}' not found")
         if wanted in access.packs:
             return Decision(Access(frozenset({wanted}), access.hub))
         if opened_any:
-            return Decision(NOTHING, 403, f"this key does not open pack '{wanted[:100]}'")
+            return Decision(
+                NOTHING,
+                403,
+                f"this key does not open pack '{wanted[:100]}' — GET /packs lists what it opens",
+            )
         if credential is Credential.NONE:
             return Decision(NOTHING, 401, f"pack '{wanted[:100]}' needs an {what} — {need}")
         return invalid

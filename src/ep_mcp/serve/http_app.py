@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import time
@@ -55,6 +56,7 @@ logger = logging.getLogger(__name__)
 RouteKey = tuple[str | None, auth.Access]  # (the pack of /packs/{slug}/mcp or None, access)
 _VALID_ID = (str, int)
 MAX_TOKEN_SERVERS = 256  # MCP servers built on first use for distinct token scopes on /mcp
+MAX_LISTENS_PER_CALLER = 8  # open subscriptions/listen streams of one key, token or address
 
 
 def _bad_ids(body: bytes) -> bool:
@@ -158,6 +160,7 @@ class McpEndpoint:
         self.ring = gate.ring
         self.managers = managers
         self.max_body = max_body
+        self.listening: dict[str, int] = {}  # caller -> its open listen streams (one loop)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -172,7 +175,8 @@ class McpEndpoint:
         slug = scope.get("path_params", {}).get("slug")
         served = self.serve.library.slugs()
         route = "/mcp" if slug is None else f"/packs/{slug}/mcp"
-        credential = await self.gate.credential(scope, route if slug in (None, *served) else "")
+        # an unknown slug's route is weighed like a real one's (no existence oracle)
+        credential = await self.gate.credential(scope, route)
         decision = auth.decide(self.ring, served, slug, credential, hub=self.serve.hub is not None)
         if decision.status != 200:
             if decision.status == 404:
@@ -215,15 +219,39 @@ class McpEndpoint:
             return
         if await answer_tool_call(manager, scope, body, send):  # a plain stateless tools/call
             return
-        listens = _listens(body)
-        until = credential.until if isinstance(credential, auth.TokenGrant) else None
-        if not listens or until is None:
-            await manager.handle_request(
-                scope, replay(body, then=receive if listens else None), send
-            )
+        if not _listens(body):
+            await manager.handle_request(scope, replay(body), send)
             return
-        # a listen stream lasts as long as the token that opened it is accepted, no longer
-        await _until(until, manager, scope, replay(body, then=receive), send)
+        caller = _caller(scope, credential)
+        if self.listening.get(caller, 0) >= MAX_LISTENS_PER_CALLER:
+            await error_response(
+                429,
+                f"this caller already holds {MAX_LISTENS_PER_CALLER} open subscriptions/listen "
+                "streams — close one (or listen to more URIs on one stream) first",
+            )(scope, receive, send)
+            return
+        self.listening[caller] = self.listening.get(caller, 0) + 1
+        try:
+            until = credential.until if isinstance(credential, auth.TokenGrant) else None
+            if until is None:
+                await manager.handle_request(scope, replay(body, then=receive), send)
+            else:  # a listen stream lasts as long as the token that opened it is accepted
+                await _until(until, manager, scope, replay(body, then=receive), send)
+        finally:
+            left = self.listening.pop(caller) - 1
+            if left:
+                self.listening[caller] = left
+
+
+def _caller(scope: Scope, credential: auth.Presented) -> str:
+    """Who holds a listen stream: the key or token presented (its digest), or the client's
+    address when it presented none."""
+    if isinstance(credential, auth.TokenGrant | bytes):
+        presented = auth.bearer_token(scope.get("headers", []))
+        if isinstance(presented, bytes):
+            return "bearer:" + hashlib.sha256(presented).hexdigest()
+    client = scope.get("client")
+    return "address:" + (str(client[0]) if client else "")
 
 
 async def _until(
@@ -400,7 +428,7 @@ def create_app(
             Route("/mcp", mcp),
             Route("/packs/{slug}/mcp", mcp),
             Route("/openapi.json", openapi, methods=["GET"]),
-            *metadata_routes(gate, serve.library.slugs, serve.hub is not None),
+            *metadata_routes(gate, serve.hub is not None),
             *web_routes(serve, ring),
         ],
         middleware=middleware,

@@ -10,21 +10,20 @@ briefly (never past `exp`). Either way the result is a `TokenGrant`: the packs i
 
 Fail closed: a token that cannot be checked (the JWKS or the introspection endpoint down, slow,
 or answering garbage) is refused, with one log line per attempt, and attempts are bounded (a
-timeout per request, the keys refetched at most once per ``jwks_refetch_s``). The token itself
-is never logged. Everything here is synchronous; the HTTP layer runs it on a worker thread.
+timeout per request, the keys refetched at most once per ``jwks_refetch_s``, the metadata
+and the introspection endpoint asked again after a failure only once its backoff has
+passed). The token itself is never logged. Everything here is synchronous; the HTTP layer
+runs it on a worker thread.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
-import http.client
 import json
 import logging
 import math
 import re
-import socket
 import threading
 import time
 import urllib.error
@@ -37,12 +36,12 @@ from urllib.parse import urlencode, urlsplit
 
 from ep_mcp.config import OAuthSettings
 from ep_mcp.serve.auth import TokenGrant
+from ep_mcp.serve.oauth_fetch import Backoff, Unavailable, fetch_json
 
 logger = logging.getLogger(__name__)
 
 PACK_SCOPE = "ep:pack:"
 HUB_SCOPE = "ep:hub"
-MAX_DOCUMENT_BYTES = 1_000_000  # a JWKS, metadata or introspection answer
 MAX_CACHED = 10_000  # introspection answers kept
 # the key type (and curve) each algorithm's key must have
 _KTY = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
@@ -53,94 +52,11 @@ Clock = Callable[[], float]
 Fetch = Callable[[urllib.request.Request, float], Mapping[str, Any]]
 
 
-class Unavailable(Exception):
-    """The authorization server could not be asked (down, slow, or not answering JSON)."""
-
-
 @dataclass(frozen=True)
 class Rejected:
     """Why a token was refused (for the log at DEBUG and the 401's description)."""
 
     reason: str
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a redirect is an error: keys come from the URL configured or discovered
-
-
-_exchange = threading.local()  # this thread's fetch: its deadline and the timers armed for it
-
-
-def _arm(sock: socket.socket) -> None:
-    """Shut ``sock`` down when this thread's fetch runs past its deadline: a server dripping a
-    byte at a time never trips the per-read timeout, and would hold the fetch for hours."""
-    at: float | None = getattr(_exchange, "at", None)
-    if at is None:
-        return
-
-    def shut() -> None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-
-    timer = threading.Timer(max(0.0, at - time.monotonic()), shut)
-    timer.daemon = True
-    timer.start()
-    _exchange.timers.append(timer)
-
-
-def _deadline_class(base: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
-    class WithDeadline(base):  # type: ignore[valid-type,misc]
-        def connect(self) -> None:
-            super().connect()
-            _arm(self.sock)
-
-    return WithDeadline
-
-
-class _Deadline:
-    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
-        return super().do_open(_deadline_class(http_class), req, **kwargs)  # type: ignore[misc]
-
-
-class _HTTP(_Deadline, urllib.request.HTTPHandler):
-    pass
-
-
-class _HTTPS(_Deadline, urllib.request.HTTPSHandler):
-    pass
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect, _HTTP, _HTTPS)
-
-
-def fetch_json(request: urllib.request.Request, timeout: float) -> Mapping[str, Any]:
-    """One JSON object over HTTP, bounded in size and, from connecting to the last byte, in
-    time (``timeout``); anything else is `Unavailable`."""
-    _exchange.at, _exchange.timers = time.monotonic() + timeout, []
-    try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            raw = response.read(MAX_DOCUMENT_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        raise Unavailable(f"HTTP {exc.code}") from None
-    except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timeouts, cut
-        if time.monotonic() >= _exchange.at:
-            raise Unavailable(f"no complete answer within {timeout:g} s") from None
-        reason = getattr(exc, "reason", None) or exc
-        raise Unavailable(f"{type(exc).__name__}: {str(reason)[:200]}") from None
-    finally:
-        for timer in _exchange.timers:
-            timer.cancel()
-        _exchange.at, _exchange.timers = None, []
-    if len(raw) > MAX_DOCUMENT_BYTES:
-        raise Unavailable(f"answer over {MAX_DOCUMENT_BYTES} bytes")
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise Unavailable("answer is not JSON") from None
-    if not isinstance(data, dict):
-        raise Unavailable("answer is not a JSON object")
-    return data
 
 
 def metadata_urls(issuer: str) -> list[str]:
@@ -298,6 +214,9 @@ class TokenVerifier:
         self._monotonic = monotonic
         self._metadata: dict[str, Mapping[str, Any]] = {}
         self._metadata_lock = threading.Lock()
+        # a dead authorization server is asked once per backoff interval, not per request
+        self._metadata_down = {i: (Backoff(monotonic), [""]) for i in settings.issuers}
+        self._introspection_down = Backoff(monotonic)
         self.keys = {
             issuer: KeySet(issuer, self._jwks_url(issuer), fetch, settings, monotonic)
             for issuer in settings.issuers
@@ -313,6 +232,10 @@ class TokenVerifier:
         with self._metadata_lock:
             if issuer in self._metadata:
                 return self._metadata[issuer]
+            backoff, last = self._metadata_down[issuer]
+            wait = backoff.left()
+            if wait:
+                raise Unavailable(f"{last[0]} (not asked again for {wait:.0f} s)")
             problems = []
             for url in metadata_urls(issuer):
                 try:
@@ -324,8 +247,11 @@ class TokenVerifier:
                     problems.append(f"{url}: names issuer {str(data.get('issuer'))[:200]!r}")
                     continue
                 self._metadata[issuer] = data
+                backoff.succeeded()
                 return data
-            raise Unavailable("; ".join(problems))
+            last[0] = "; ".join(problems)
+            backoff.failed()
+            raise Unavailable(last[0])
 
     def _jwks_url(self, issuer: str) -> Callable[[], str]:
         def url() -> str:
@@ -445,11 +371,21 @@ class TokenVerifier:
             cached = self._introspected.get(key)
             if cached is not None and now < cached.until:
                 return cached.answer, cached.asked
+        wait = self._introspection_down.left()
+        if wait:
+            logger.debug("introspection failed lately: asked again in %.0f s", wait)
+            return None
         try:
             asked, answer = self._now(), self._ask(token)
         except Unavailable as exc:
-            logger.warning("cannot introspect a token: %s — it is refused", exc)
+            wait = self._introspection_down.failed()
+            logger.warning(
+                "cannot introspect a token: %s — tokens are refused, asked again in %.0f s",
+                exc,
+                wait,
+            )
             return None
+        self._introspection_down.succeeded()
         ttl = self.settings.introspection_ttl_s
         exp = answer.get("exp")
         if isinstance(exp, int | float) and not isinstance(exp, bool):

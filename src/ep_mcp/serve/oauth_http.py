@@ -11,7 +11,8 @@ bytes, as before. A route's resource identifier is the configured origin plus th
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Sequence
 
 from anyio import to_thread
 from starlette.requests import Request
@@ -27,6 +28,8 @@ from ep_mcp.serve.oauth import HUB_SCOPE, PACK_SCOPE, Rejected, TokenVerifier
 logger = logging.getLogger(__name__)
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a pack slug (packs/expertpack.py)
+MAX_SLUG = 100
 
 
 class Gate:
@@ -90,7 +93,7 @@ class Gate:
         }
 
 
-def metadata_routes(gate: Gate, served: Callable[[], Sequence[str]], hub: bool) -> list[Route]:
+def metadata_routes(gate: Gate, hub: bool) -> list[Route]:
     """`/.well-known/oauth-protected-resource` for the origin, `/mcp` and each pack's route
     (RFC 9728 §3.1: the resource's path after the well-known name). None without OAuth."""
     if not gate.enabled:
@@ -108,9 +111,12 @@ def metadata_routes(gate: Gate, served: Callable[[], Sequence[str]], hub: bool) 
         return JSONResponse(gate.document("/mcp", shared))
 
     async def pack(request: Request) -> Response:
-        slug = request.path_params["slug"]
-        if slug not in served():
-            message = f"pack '{str(slug)[:100]}' not found — list the packs at /packs"
+        # every well-formed slug gets its document, served or not: a 404 for unknown slugs
+        # told an anonymous caller which hidden ones exist. The document only echoes the
+        # slug the caller named (its scope); the route itself refuses alike without a token.
+        slug = str(request.path_params["slug"])
+        if len(slug) > MAX_SLUG or not SLUG.fullmatch(slug):
+            message = "not a pack's route — a slug is letters, digits, '.', '_' or '-'"
             return error_response(404, message)
         own = [f"{PACK_SCOPE}{slug}"] + ([HUB_SCOPE] if hub else [])
         return JSONResponse(gate.document(f"/packs/{slug}/mcp", own))

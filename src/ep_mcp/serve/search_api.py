@@ -234,7 +234,7 @@ async def search_endpoint(
         visible = ", ".join(sorted(ring.access(credential, served, False).packs)) or "none"
         pack = args.get("pack")
         wanted = pack if isinstance(pack, str) else None
-        if wanted is not None and wanted not in served:
+        if wanted is not None and wanted not in served and not ring.hides():
             raise BadRequest(
                 404, f"pack '{wanted[:100]}' not found — packs you can search: {visible}"
             )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ep_mcp.errors import NotFoundError, QueryError
 from ep_mcp.json_types import JsonObject
-from ep_mcp.retrieval.types import out_of_range
+from ep_mcp.retrieval.types import BLANK_QUERY, out_of_range
 from ep_mcp.tools.quickschema import conforms
 
 if TYPE_CHECKING:  # annotations only: this module stays import-light
@@ -132,6 +132,8 @@ def validate_arguments(spec: ToolSpec, arguments: Arguments) -> None:
         where = ".".join(str(p) for p in err.path) or "arguments"
         bounds = err.schema if isinstance(err.schema, Mapping) else {}
         lo, hi = bounds.get("minimum"), bounds.get("maximum")
+        if spec.name == "ep_search" and where == "query" and err.instance == "":
+            raise QueryError(BLANK_QUERY)  # the words a query of spaces gets, at every door
         if err.validator in ("minimum", "maximum") and isinstance(lo, int) and isinstance(hi, int):
             # the wording /search and the CLI give for their own count (`n`, -n)
             raise QueryError(f"{spec.name}: {out_of_range(where, lo, hi, err.instance)}")
