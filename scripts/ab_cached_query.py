@@ -13,7 +13,8 @@ and the median of the paired CPU differences. ``--blocks 0`` only checks the ans
 
 A is the code before issue #21's hot-path stops, put back by replacing what each change
 replaced (``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts
-back only the changes whose name starts with NAME, so each change gets its own figure. B is
+back only the changes whose name starts with NAME (or with any of NAME,NAME2…), so each
+change gets its own figure. B is
 the code as it is. (The CLI's one BLAS thread is process-wide: ``ep-mcp bench query`` with
 and without ``OPENBLAS_NUM_THREADS`` measures it.)
 """
@@ -102,6 +103,37 @@ def old_matrix_top(ids: Any, mat: Any, query: Any, n: int) -> list[tuple[int, fl
     return [(int(ids[i]), float(sims[i])) for i in top]
 
 
+def old_features(self: Store) -> dict[str, Any]:
+    """``Store.features`` before: the meta row read and its JSON decoded on every call."""
+    raw = self.get_meta("index_features")
+    return dict(json.loads(raw)) if raw else {}
+
+
+def old_embedding_model(self: Store) -> str | None:
+    name = old_features(self).get("embedder")
+    return str(name) if name else None
+
+
+def old_has_vectors(self: Store) -> bool:
+    return bool(self._reader().execute("SELECT 1 FROM vectors LIMIT 1").fetchall())
+
+
+def old_pending_count(self: Store) -> int:
+    return Store._read_pending_count(self)
+
+
+def old_load_matrix(self: Store) -> Any:
+    """``Store._load_matrix`` before: the generation and the dimension read on every call."""
+    generation = int(self.get_meta("generation") or "0")
+    dim = old_features(self).get("dimension")
+    return self._matrix.load(self._reader(), generation, int(dim) if dim else None)
+
+
+def old_known_rows(self: Store) -> None:
+    """No rows remembered: ``chunks_by_ids`` reads every row it is asked for."""
+    return None
+
+
 CHANGES: dict[str, tuple[object, str, Any]] = {
     "freshness-memo": (hits, "freshness_of", freshness.freshness),
     "vector-tolist": (vectors, "matrix_top", old_matrix_top),
@@ -113,13 +145,19 @@ CHANGES: dict[str, tuple[object, str, Any]] = {
     "profile-units": (profile, "_unit_once", profile._unit),
     "row-records": (reads.StoreReads, "_row", staticmethod(old_row)),
     "term-counts": (Store, "term_counts", old_term_counts),
+    "version-memo-features": (Store, "features", old_features),
+    "version-memo-model": (Store, "embedding_model", old_embedding_model),
+    "version-memo-has-vectors": (Store, "has_vectors", old_has_vectors),
+    "version-memo-pending": (Store, "pending_count", old_pending_count),
+    "version-memo-matrix": (Store, "_load_matrix", old_load_matrix),
+    "version-rows": (Store, "_known_rows", old_known_rows),
 }
 NEW = {name: vars(owner)[attr] for name, (owner, attr, _) in CHANGES.items()}  # descriptors
 
 
 def use(old: bool, only: str | None) -> None:
     for name, (owner, attr, before) in CHANGES.items():
-        back = old and (only is None or name.startswith(only))
+        back = old and (only is None or name.startswith(tuple(only.split(","))))
         setattr(owner, attr, before if back else NEW[name])
 
 
@@ -127,8 +165,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sets", nargs="+", metavar="PACK=GOLDEN")
     parser.add_argument("--blocks", type=int, default=10)
-    parser.add_argument("--only", choices=sorted(CHANGES))
+    parser.add_argument("--only", help="comma-separated prefixes of CHANGES' names")
     args = parser.parse_args()
+    for prefix in (args.only or "").split(",") if args.only else ():
+        if not any(name.startswith(prefix) for name in CHANGES):
+            parser.error(f"--only {prefix!r} names no change — changes: {', '.join(CHANGES)}")
     for spec in args.sets:
         pack, golden = spec.split("=", 1)
         run_set(Path(pack), Path(golden), args.blocks, args.only)

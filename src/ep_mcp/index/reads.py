@@ -34,12 +34,24 @@ class StoreReads:
             batch = tuple(keys[start : start + 500])
             yield from self._reader().execute(sql.format(marks=",".join("?" * len(batch))), batch)
 
+    def _known_rows(self) -> dict[int, StoredChunk] | None:
+        """Rows of this index version already read on this thread, by id (None: none kept)."""
+        return None
+
     def chunks_by_ids(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
+        """The rows of ``chunk_ids`` that exist, in id order; only those not read before in
+        this index version are read (``_known_rows``)."""
         sql = (
             f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
             "WHERE c.id IN ({marks})"
         )
-        return {sc.id: sc for sc in map(self._row, self._batched(sql, chunk_ids))}
+        known = self._known_rows()
+        if known is None:
+            return {sc.id: sc for sc in map(self._row, self._batched(sql, chunk_ids))}
+        missing = [cid for cid in dict.fromkeys(chunk_ids) if cid not in known]
+        if missing:
+            known.update((sc.id, sc) for sc in map(self._row, self._batched(sql, missing)))
+        return {cid: known[cid] for cid in sorted(set(chunk_ids)) if cid in known}
 
     def chunks_for_path(self, path: str) -> list[StoredChunk]:
         sql = (
