@@ -1,15 +1,16 @@
 """Cached-query cost of the hot-path changes, old (A) against new (B) in one process, after
 checking query by query that both give byte-identical answers.
 
-    EP_MCP_HOME=... python scripts/ab_cached_query.py [--blocks N] [--only NAME] \\
+    EP_MCP_HOME=... python scripts/ab_cached_query.py [--blocks N] [--only NAME] [--render] \\
         PACK=GOLDEN.yaml [PACK=GOLDEN.yaml ...]
 
 Every query of each golden set (dev, test and the pack's refusals) is answered by A and by B,
 plainly and with ``explain``, and the JSON of the two answers must be the same bytes (``took_ms``
 aside). Then ``--blocks`` rounds of each set's queries run, each query by A and by B back to
-back (which one first alternates), and per pack the script prints p50/p95 of the wall time
-and of the thread's CPU time (``time.thread_time``: what the query cost, whatever the load),
-and the median of the paired CPU differences. ``--blocks 0`` only checks the answers.
+back (which one first alternates; with ``--render`` each answer is also made the dict a server
+sends, ``to_dict``), and per pack the script prints p50/p95 of the wall time and of the
+thread's CPU time (``time.thread_time``: what the query cost, whatever the load), and the
+median of the paired CPU differences. ``--blocks 0`` only checks the answers.
 
 A is the code before issue #21's hot-path stops, put back by replacing what each change
 replaced (``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts
@@ -129,6 +130,19 @@ def old_load_matrix(self: Store) -> Any:
     return self._matrix.load(self._reader(), generation, int(dim) if dim else None)
 
 
+def old_hit_to_dict(self: Hit) -> dict[str, Any]:
+    """``Hit.to_dict`` before: ``dataclasses.asdict`` (a deep copy of every field)."""
+    data = dataclasses.asdict(self)
+    extra = data.pop("extra")
+    data["tags"] = list(self.tags)
+    data["heading_path"] = list(self.heading_path)
+    data["line_range"] = list(self.line_range)
+    if self.confidence is None:
+        data.pop("confidence")
+    data.update(extra)
+    return data
+
+
 def old_known_rows(self: Store) -> None:
     """No rows remembered: ``chunks_by_ids`` reads every row it is asked for."""
     return None
@@ -151,6 +165,7 @@ CHANGES: dict[str, tuple[object, str, Any]] = {
     "version-memo-pending": (Store, "pending_count", old_pending_count),
     "version-memo-matrix": (Store, "_load_matrix", old_load_matrix),
     "version-rows": (Store, "_known_rows", old_known_rows),
+    "hit-dict": (Hit, "to_dict", old_hit_to_dict),
 }
 NEW = {name: vars(owner)[attr] for name, (owner, attr, _) in CHANGES.items()}  # descriptors
 
@@ -166,16 +181,19 @@ def main() -> None:
     parser.add_argument("sets", nargs="+", metavar="PACK=GOLDEN")
     parser.add_argument("--blocks", type=int, default=10)
     parser.add_argument("--only", help="comma-separated prefixes of CHANGES' names")
+    parser.add_argument(
+        "--render", action="store_true", help="time the answer's to_dict too (what a server does)"
+    )
     args = parser.parse_args()
     for prefix in (args.only or "").split(",") if args.only else ():
         if not any(name.startswith(prefix) for name in CHANGES):
             parser.error(f"--only {prefix!r} names no change — changes: {', '.join(CHANGES)}")
     for spec in args.sets:
         pack, golden = spec.split("=", 1)
-        run_set(Path(pack), Path(golden), args.blocks, args.only)
+        run_set(Path(pack), Path(golden), args.blocks, args.only, args.render)
 
 
-def run_set(pack: Path, golden: Path, blocks: int, only: str | None) -> None:
+def run_set(pack: Path, golden: Path, blocks: int, only: str | None, render: bool) -> None:
     settings = resolve_settings(None, [str(pack)])
     # the lexical leg's time limit is wall clock: on a loaded machine one side could be cut
     # short and answer differently; the comparison is of the code, so the limit is out of reach
@@ -206,7 +224,9 @@ def run_set(pack: Path, golden: Path, blocks: int, only: str | None) -> None:
             for old in (True, False) if (block + i) % 2 == 0 else (False, True):
                 use(old, only)
                 started, thread = time.perf_counter(), time.thread_time()
-                rt.search(SearchRequest(q, k=10), query_embedder=cache)
+                result = rt.search(SearchRequest(q, k=10), query_embedder=cache)
+                if render:
+                    result.to_dict()
                 cpu[old].append((time.thread_time() - thread) * 1000)
                 wall[old].append((time.perf_counter() - started) * 1000)
     use(False, only)
