@@ -93,11 +93,12 @@ def old_logit(self: Logistic, x: Mapping[str, float]) -> float:
     return z
 
 
-def old_matrix_top(ids: Any, mat: Any, query: Any, n: int) -> list[tuple[int, float]]:
+def old_matrix_top(loaded: Any, query: Any, n: int) -> list[tuple[int, float]]:
     """``vectors.matrix_top`` before: int() and float() per element of the top."""
+    ids = loaded.ids
     if len(ids) == 0:
         return []
-    sims = mat @ query.astype(np.float32)
+    sims = vectors.similarities(loaded, query)
     n = min(n, len(ids))
     top = np.argpartition(-sims, n - 1)[:n]
     top = top[np.argsort(-sims[top], kind="stable")]
@@ -123,6 +124,15 @@ def old_pending_count(self: Store) -> int:
     return Store._read_pending_count(self)
 
 
+def old_chunks_by_ids(self: reads.StoreReads, chunk_ids: Sequence[int]) -> dict[int, Any]:
+    """``chunks_by_ids`` before: every row read again by SQL on every call."""
+    sql = (
+        f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
+        "WHERE c.id IN ({marks})"
+    )
+    return {sc.id: sc for sc in map(self._row, self._batched(sql, chunk_ids))}
+
+
 def old_load_matrix(self: Store) -> Any:
     """``Store._load_matrix`` before: the generation and the dimension read on every call."""
     generation = int(self.get_meta("generation") or "0")
@@ -143,11 +153,6 @@ def old_hit_to_dict(self: Hit) -> dict[str, Any]:
     return data
 
 
-def old_known_rows(self: Store) -> None:
-    """No rows remembered: ``chunks_by_ids`` reads every row it is asked for."""
-    return None
-
-
 CHANGES: dict[str, tuple[object, str, Any]] = {
     "freshness-memo": (hits, "freshness_of", freshness.freshness),
     "vector-tolist": (vectors, "matrix_top", old_matrix_top),
@@ -164,7 +169,7 @@ CHANGES: dict[str, tuple[object, str, Any]] = {
     "version-memo-has-vectors": (Store, "has_vectors", old_has_vectors),
     "version-memo-pending": (Store, "pending_count", old_pending_count),
     "version-memo-matrix": (Store, "_load_matrix", old_load_matrix),
-    "version-rows": (Store, "_known_rows", old_known_rows),
+    "version-rows": (reads.StoreReads, "chunks_by_ids", old_chunks_by_ids),
     "hit-dict": (Hit, "to_dict", old_hit_to_dict),
 }
 NEW = {name: vars(owner)[attr] for name, (owner, attr, _) in CHANGES.items()}  # descriptors

@@ -133,12 +133,6 @@ class Store(StoreReads):
             (key, value),
         )
 
-    def _memo(self) -> VersionMemo:
-        """What this thread's reader remembers of the index version it sees (``versioned``)."""
-        conn = self._reader()  # first: it makes this thread's memo too
-        memo: VersionMemo = self._local.memo
-        return memo.at(conn)
-
     def features(self) -> dict[str, Any]:
         return dict(self._memo().value("features", self._read_features))
 
@@ -393,9 +387,6 @@ class Store(StoreReads):
             owners = self.paths_of([cid for cid, _ in out])
             out = [(cid, s) for cid, s in out if owners.get(cid) in allowed]
         return out
-
-    def _known_rows(self) -> dict[int, StoredChunk]:
-        return self._memo().rows
 
     def term_counts(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """Chunks containing each term (FTS5, stemmed) and the number of chunks: for IDF."""
