@@ -1,19 +1,21 @@
 """Cached-query cost of the hot-path changes, old (A) against new (B) in one process, after
 checking query by query that both give byte-identical answers.
 
-    EP_MCP_HOME=... python scripts/ab_cached_query.py [--blocks N] [--only NAME] \\
+    EP_MCP_HOME=... python scripts/ab_cached_query.py [--blocks N] [--only NAME] [--render] \\
         PACK=GOLDEN.yaml [PACK=GOLDEN.yaml ...]
 
 Every query of each golden set (dev, test and the pack's refusals) is answered by A and by B,
 plainly and with ``explain``, and the JSON of the two answers must be the same bytes (``took_ms``
 aside). Then ``--blocks`` rounds of each set's queries run, each query by A and by B back to
-back (which one first alternates), and per pack the script prints p50/p95 of the wall time
-and of the thread's CPU time (``time.thread_time``: what the query cost, whatever the load),
-and the median of the paired CPU differences. ``--blocks 0`` only checks the answers.
+back (which one first alternates; with ``--render`` each answer is also made the dict a server
+sends, ``to_dict``), and per pack the script prints p50/p95 of the wall time and of the
+thread's CPU time (``time.thread_time``: what the query cost, whatever the load), and the
+median of the paired CPU differences. ``--blocks 0`` only checks the answers.
 
 A is the code before issue #21's hot-path stops, put back by replacing what each change
 replaced (``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts
-back only the changes whose name starts with NAME, so each change gets its own figure. B is
+back only the changes whose name starts with NAME (or with any of NAME,NAME2…), so each
+change gets its own figure. B is
 the code as it is. (The CLI's one BLAS thread is process-wide: ``ep-mcp bench query`` with
 and without ``OPENBLAS_NUM_THREADS`` measures it.)
 """
@@ -91,15 +93,64 @@ def old_logit(self: Logistic, x: Mapping[str, float]) -> float:
     return z
 
 
-def old_matrix_top(ids: Any, mat: Any, query: Any, n: int) -> list[tuple[int, float]]:
+def old_matrix_top(loaded: Any, query: Any, n: int) -> list[tuple[int, float]]:
     """``vectors.matrix_top`` before: int() and float() per element of the top."""
+    ids = loaded.ids
     if len(ids) == 0:
         return []
-    sims = mat @ query.astype(np.float32)
+    sims = vectors.similarities(loaded, query)
     n = min(n, len(ids))
     top = np.argpartition(-sims, n - 1)[:n]
     top = top[np.argsort(-sims[top], kind="stable")]
     return [(int(ids[i]), float(sims[i])) for i in top]
+
+
+def old_features(self: Store) -> dict[str, Any]:
+    """``Store.features`` before: the meta row read and its JSON decoded on every call."""
+    raw = self.get_meta("index_features")
+    return dict(json.loads(raw)) if raw else {}
+
+
+def old_embedding_model(self: Store) -> str | None:
+    name = old_features(self).get("embedder")
+    return str(name) if name else None
+
+
+def old_has_vectors(self: Store) -> bool:
+    return bool(self._reader().execute("SELECT 1 FROM vectors LIMIT 1").fetchall())
+
+
+def old_pending_count(self: Store) -> int:
+    return Store._read_pending_count(self)
+
+
+def old_chunks_by_ids(self: reads.StoreReads, chunk_ids: Sequence[int]) -> dict[int, Any]:
+    """``chunks_by_ids`` before: every row read again by SQL on every call."""
+    sql = (
+        f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
+        "WHERE c.id IN ({marks})"
+    )
+    return {sc.id: sc for sc in map(self._row, self._batched(sql, chunk_ids))}
+
+
+def old_load_matrix(self: Store) -> Any:
+    """``Store._load_matrix`` before: the generation and the dimension read on every call."""
+    generation = int(self.get_meta("generation") or "0")
+    dim = old_features(self).get("dimension")
+    return self._matrix.load(self._reader(), generation, int(dim) if dim else None)
+
+
+def old_hit_to_dict(self: Hit) -> dict[str, Any]:
+    """``Hit.to_dict`` before: ``dataclasses.asdict`` (a deep copy of every field)."""
+    data = dataclasses.asdict(self)
+    extra = data.pop("extra")
+    data["tags"] = list(self.tags)
+    data["heading_path"] = list(self.heading_path)
+    data["line_range"] = list(self.line_range)
+    if self.confidence is None:
+        data.pop("confidence")
+    data.update(extra)
+    return data
 
 
 CHANGES: dict[str, tuple[object, str, Any]] = {
@@ -113,13 +164,20 @@ CHANGES: dict[str, tuple[object, str, Any]] = {
     "profile-units": (profile, "_unit_once", profile._unit),
     "row-records": (reads.StoreReads, "_row", staticmethod(old_row)),
     "term-counts": (Store, "term_counts", old_term_counts),
+    "version-memo-features": (Store, "features", old_features),
+    "version-memo-model": (Store, "embedding_model", old_embedding_model),
+    "version-memo-has-vectors": (Store, "has_vectors", old_has_vectors),
+    "version-memo-pending": (Store, "pending_count", old_pending_count),
+    "version-memo-matrix": (Store, "_load_matrix", old_load_matrix),
+    "version-rows": (reads.StoreReads, "chunks_by_ids", old_chunks_by_ids),
+    "hit-dict": (Hit, "to_dict", old_hit_to_dict),
 }
 NEW = {name: vars(owner)[attr] for name, (owner, attr, _) in CHANGES.items()}  # descriptors
 
 
 def use(old: bool, only: str | None) -> None:
     for name, (owner, attr, before) in CHANGES.items():
-        back = old and (only is None or name.startswith(only))
+        back = old and (only is None or name.startswith(tuple(only.split(","))))
         setattr(owner, attr, before if back else NEW[name])
 
 
@@ -127,14 +185,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sets", nargs="+", metavar="PACK=GOLDEN")
     parser.add_argument("--blocks", type=int, default=10)
-    parser.add_argument("--only", choices=sorted(CHANGES))
+    parser.add_argument("--only", help="comma-separated prefixes of CHANGES' names")
+    parser.add_argument(
+        "--render", action="store_true", help="time the answer's to_dict too (what a server does)"
+    )
     args = parser.parse_args()
+    for prefix in (args.only or "").split(",") if args.only else ():
+        if not any(name.startswith(prefix) for name in CHANGES):
+            parser.error(f"--only {prefix!r} names no change — changes: {', '.join(CHANGES)}")
     for spec in args.sets:
         pack, golden = spec.split("=", 1)
-        run_set(Path(pack), Path(golden), args.blocks, args.only)
+        run_set(Path(pack), Path(golden), args.blocks, args.only, args.render)
 
 
-def run_set(pack: Path, golden: Path, blocks: int, only: str | None) -> None:
+def run_set(pack: Path, golden: Path, blocks: int, only: str | None, render: bool) -> None:
     settings = resolve_settings(None, [str(pack)])
     # the lexical leg's time limit is wall clock: on a loaded machine one side could be cut
     # short and answer differently; the comparison is of the code, so the limit is out of reach
@@ -165,7 +229,9 @@ def run_set(pack: Path, golden: Path, blocks: int, only: str | None) -> None:
             for old in (True, False) if (block + i) % 2 == 0 else (False, True):
                 use(old, only)
                 started, thread = time.perf_counter(), time.thread_time()
-                rt.search(SearchRequest(q, k=10), query_embedder=cache)
+                result = rt.search(SearchRequest(q, k=10), query_embedder=cache)
+                if render:
+                    result.to_dict()
                 cpu[old].append((time.thread_time() - thread) * 1000)
                 wall[old].append((time.perf_counter() - started) * 1000)
     use(False, only)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ep_mcp.bench.query import query_latency
+from ep_mcp.bench.query import Latency, cold_over_model, query_latency
 from ep_mcp.config import PackSettings, Settings
 from ep_mcp.index.embed.fake import HashingEmbedder
 from ep_mcp.runtime import PackRuntime
@@ -35,3 +35,16 @@ def test_each_row_has_a_cpu_figure_and_the_model_alone_is_timed(
         assert row.queries == 4
         assert row.cpu_p50_ms is not None and row.cpu_p50_ms >= 0.0
         assert "cpu_p50_ms" in row.to_dict()
+
+
+def test_the_cold_query_is_set_against_the_model_alone_on_the_wall_clock_and_in_cpu() -> None:
+    cold = Latency("embedding the query", 4, 9.0, 12.0, 9.5, 12.0)
+    bare = Latency("the model alone, one query", 4, 6.0, 7.0, 6.2, 8.0)
+    cached = Latency("cached query embedding", 4, 3.0, 4.0, 3.1, 2.5)
+    assert cold_over_model([cold, bare, cached]) == {
+        "cold_over_model_p50": 1.5,
+        "cold_over_model_cpu_p50": 1.5,
+    }
+    assert cold_over_model([cold, cached]) == {}  # no model row (a remote provider's bench)
+    unmeasured = Latency("the model alone, one query", 4, 6.0, 7.0, 6.2)
+    assert cold_over_model([cold, unmeasured]) == {"cold_over_model_p50": 1.5}

@@ -90,3 +90,63 @@ def test_a_row_read_again_is_the_same_frozen_record_and_an_edited_row_a_new_one(
         assert edited.file.content_hash != first.file.content_hash
     finally:
         store.close()
+
+
+def test_a_querys_constants_and_rows_are_read_once_per_index_version(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    root = make_pack(FILES)
+    store = Store(tmp_path / "index.db")
+    try:
+        build(root, store)
+        ids = sorted(store.chunks_by_ids(range(1, 100)))
+
+        def ask() -> tuple[object, ...]:
+            rows = store.chunks_by_ids([ids[-1], 10_000, ids[0], ids[0]])
+            query = store.chunks_for_path("solar.md")[0].chunk.text  # any unit vector will do
+            top = store.vector_top(HashingEmbedder(64).embed_query(query), 2)
+            return (
+                store.features(),
+                store.embedding_model(),
+                store.has_vectors(),
+                store.pending_count(),
+                list(rows),
+                top,
+            )
+
+        first = ask()
+        assert first[4] == [ids[0], ids[-1]]  # in id order, each once, the missing one left out
+        with statements(store) as seen:
+            again = ask()
+        assert again == first
+        # the version check, the path's rows (not on the query's path) and the one missing id
+        assert [s for s in seen if "data_version" not in s and "c.path = ?" not in s] == [
+            s for s in seen if "c.id IN (?)" in s
+        ], seen
+
+        (root / "solar.md").write_text("# Solar\n\nSolar panels charge two batteries.\n")
+        (root / "more.md").write_text("# More\n\nPanels on the roof, a battery in the shed.\n")
+        build(root, store)  # another connection commits: nothing remembered is kept
+        after = {sc.chunk.text for sc in store.chunks_by_ids(range(1, 100)).values()}
+        fresh = Store(tmp_path / "index.db", read_only=True)  # remembers nothing yet
+        try:
+            assert after == {sc.chunk.text for sc in fresh.chunks_by_ids(range(1, 100)).values()}
+            assert store.features() == fresh.features()
+        finally:
+            fresh.close()
+        assert any("two batteries" in t for t in after) and len(after) == len(ids) + 1
+    finally:
+        store.close()
+
+
+def test_a_caller_changing_the_features_it_got_changes_nothing_remembered(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    store = Store(tmp_path / "index.db")
+    try:
+        build(make_pack(FILES), store)
+        store.features()["embedder"] = "something else"
+        assert store.embedding_model() != "something else"
+        assert store.features()["embedder"] == store.embedding_model()
+    finally:
+        store.close()

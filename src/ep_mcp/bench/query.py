@@ -242,6 +242,20 @@ def query_latency(
     return out
 
 
+def cold_over_model(rows: Sequence[Latency]) -> dict[str, float]:
+    """The cold query (embedding the query) over the model alone embedding it, p50 to p50: on
+    the wall clock and in CPU time (the process's: on a loaded machine the wall clock mostly
+    says how long both waited). Empty when either row is missing."""
+    by = {r.label: r for r in rows}
+    cold, bare = by.get("embedding the query"), by.get("the model alone, one query")
+    if cold is None or bare is None:
+        return {}
+    out = {"cold_over_model_p50": round(cold.p50_ms / bare.p50_ms, 2)} if bare.p50_ms > 0 else {}
+    if cold.cpu_p50_ms is not None and bare.cpu_p50_ms:
+        out["cold_over_model_cpu_p50"] = round(cold.cpu_p50_ms / bare.cpu_p50_ms, 2)
+    return out
+
+
 _VOCAB = tuple(hashlib.sha1(str(i).encode()).hexdigest()[: 4 + i % 6] for i in range(20000))
 
 

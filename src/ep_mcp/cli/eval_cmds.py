@@ -321,7 +321,7 @@ def query_cmd(
     as_json: bool,
 ) -> None:
     """Query latency p50/p95 on PACK: embedding the query, cached, and lexical only."""
-    from ep_mcp.bench.query import Latency, query_latency, synthetic_latency
+    from ep_mcp.bench.query import Latency, cold_over_model, query_latency, synthetic_latency
     from ep_mcp.eval.golden import load_golden
     from ep_mcp.eval.run import open_runtime
     from ep_mcp.index.embed.factory import make_embedder
@@ -339,10 +339,7 @@ def query_cmd(
                 queries = [d.title for d in rt.pack.documents if d.title and not d.navigation]
             rows += query_latency(rt, queries[:100], repeats=repeats)
             extra["chunks"] = rt.store.counts()["chunks"]
-            by = {r.label: r for r in rows}
-            cold, bare = by.get("embedding the query"), by.get("the model alone, one query")
-            if cold is not None and bare is not None and bare.p50_ms > 0:
-                extra["cold_over_model_p50"] = round(cold.p50_ms / bare.p50_ms, 2)
+            extra.update(cold_over_model(rows))
         finally:
             rt.close()
     if synthetic:

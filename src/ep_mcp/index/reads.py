@@ -5,18 +5,28 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from ep_mcp.index.records import ChunkRecord, FileRecord, StoredChunk
+from ep_mcp.index.versioned import VersionMemo
 
 
 class StoreReads:
     """Chunks and files read back; ``_reader`` is the calling thread's read-only connection."""
 
+    _local: threading.local  # the calling thread's reader, its term counts and its memo
+
     def _reader(self) -> Any:
         raise NotImplementedError
+
+    def _memo(self) -> VersionMemo:
+        """What this thread's reader remembers of the index version it sees (``versioned``)."""
+        conn = self._reader()  # first: it makes this thread's memo too
+        memo: VersionMemo = self._local.memo
+        return memo.at(conn)
 
     _CHUNK_COLUMNS = (
         "c.id, c.path, c.chunk_index, c.heading_path, c.line_start, c.line_end, c.byte_start, "
@@ -35,11 +45,17 @@ class StoreReads:
             yield from self._reader().execute(sql.format(marks=",".join("?" * len(batch))), batch)
 
     def chunks_by_ids(self, chunk_ids: Sequence[int]) -> dict[int, StoredChunk]:
+        """The rows of ``chunk_ids`` that exist, in id order; only those not read before in
+        this index version on this thread are read (``_memo``)."""
         sql = (
             f"SELECT {self._CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.path = c.path "
             "WHERE c.id IN ({marks})"
         )
-        return {sc.id: sc for sc in map(self._row, self._batched(sql, chunk_ids))}
+        known = self._memo().rows
+        missing = [cid for cid in dict.fromkeys(chunk_ids) if cid not in known]
+        if missing:
+            known.update((sc.id, sc) for sc in map(self._row, self._batched(sql, missing)))
+        return {cid: known[cid] for cid in sorted(set(chunk_ids)) if cid in known}
 
     def chunks_for_path(self, path: str) -> list[StoredChunk]:
         sql = (

@@ -27,6 +27,7 @@ from ep_mcp.index.reads import StoreReads
 from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite, StoredChunk
 from ep_mcp.index.schema import FORMAT_VERSION, NOFOLLOW, open_index, real_path
 from ep_mcp.index.vectors import sqlite_vec_status
+from ep_mcp.index.versioned import VersionMemo
 
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: a no-change run never needs it
     import numpy as np
@@ -99,6 +100,7 @@ class Store(StoreReads):
                 vx.load_sqlite_vec(conn)
             self._local.conn = conn
             self._local.term_counts = lexical.TermCounts()
+            self._local.memo = VersionMemo()
             with self._lock:
                 self._readers.append(conn)
         return conn
@@ -132,12 +134,15 @@ class Store(StoreReads):
         )
 
     def features(self) -> dict[str, Any]:
+        return dict(self._memo().value("features", self._read_features))
+
+    def _read_features(self) -> dict[str, Any]:
         raw = self.get_meta("index_features")
         return dict(json.loads(raw)) if raw else {}
 
     def embedding_model(self) -> str | None:
         """The embedder the index's vectors were made with (None: lexical only)."""
-        name = self.features().get("embedder")
+        name = self._memo().value("features", self._read_features).get("embedder")
         return str(name) if name else None
 
     def file_states(self) -> dict[str, tuple[str, str | None]]:
@@ -321,6 +326,9 @@ class Store(StoreReads):
     def pending_count(self) -> int:
         """Chunks indexed lexically whose vector is still missing (0 on an index from before
         pending vectors were recorded)."""
+        return self._memo().value("pending", self._read_pending_count)
+
+    def _read_pending_count(self) -> int:
         try:
             rows = self._reader().execute("SELECT count(*) FROM pending_vectors").fetchall()
         except apsw.SQLError:  # a read-only index of schema 1: nothing is pending there
@@ -389,6 +397,9 @@ class Store(StoreReads):
     # -- vectors (index/vectors.py: the numpy scan and the vec0 mirror) ---------------------
 
     def has_vectors(self) -> bool:
+        return self._memo().value("has_vectors", self._read_has_vectors)
+
+    def _read_has_vectors(self) -> bool:
         return bool(self._reader().execute("SELECT 1 FROM vectors LIMIT 1").fetchall())
 
     def vector_top(self, query: npt.NDArray[np.float32], n: int) -> list[tuple[int, float]]:
@@ -403,8 +414,10 @@ class Store(StoreReads):
         return vx.matrix_rows(self._load_matrix(), chunk_ids)
 
     def _load_matrix(self) -> vx.Loaded:
-        generation = int(self.get_meta("generation") or "0")
-        loaded = self._matrix.load(self._reader(), generation, self.dimension())
+        memo = self._memo()
+        generation = memo.value("generation", lambda: int(self.get_meta("generation") or "0"))
+        dim = memo.value("features", self._read_features).get("dimension")
+        loaded = self._matrix.load(self._reader(), generation, int(dim) if dim else None)
         skipped = len(self._matrix.skipped)
         if skipped and self.repair_needed is None:
             self.repair_needed = f"{skipped} damaged vector(s) skipped by searches"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ep_mcp.errors import QueryError
@@ -91,15 +92,29 @@ class Hit:
     extra: dict[str, Any] = field(default_factory=dict)  # freshness, reconstruct fields
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        extra = data.pop("extra")
+        """The fields in order (``extra``'s keys last), what ``asdict`` gives, made field by
+        field: ``asdict`` deep-copies every string, which cost an answer of ten hits ~0.7 ms
+        (a fifth of the search). Strings and numbers are immutable and kept; anything else
+        (lists, dicts in ``extra``) is deep-copied, so the dict shares nothing mutable with the
+        hit (``extra`` holds plain JSON values, which ``asdict`` copies the same way)."""
+        values = self.__dict__
+        data = {name: _plain(values[name]) for name in _HIT_FIELDS}
         data["tags"] = list(self.tags)
         data["heading_path"] = list(self.heading_path)
         data["line_range"] = list(self.line_range)
         if self.confidence is None:
             data.pop("confidence")
-        data.update(extra)
+        data.update((key, _plain(value)) for key, value in self.extra.items())
         return data
+
+
+_HIT_FIELDS = tuple(f.name for f in fields(Hit) if f.name != "extra")
+_IMMUTABLE = (str, int, float, type(None))  # bool is an int
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as ``asdict`` leaves it, without its copy of what cannot change."""
+    return value if isinstance(value, _IMMUTABLE) else copy.deepcopy(value)
 
 
 @dataclass(frozen=True)
