@@ -11,16 +11,20 @@ import datetime as dt
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.retrieval.boosts import BoostSettings
 from ep_mcp.retrieval.fallback import FallbackWeights
-from ep_mcp.retrieval.threshold import ThresholdSettings
+from ep_mcp.retrieval.threshold import Floor, ThresholdSettings
 
 
 def threshold_settings(s: RetrievalSettings) -> ThresholdSettings:
-    return ThresholdSettings(
-        activation_floor=s.activation_floor,
+    return ThresholdSettings(floor=activation_floor(s), score_ratio=s.score_ratio)
+
+
+def activation_floor(s: RetrievalSettings) -> Floor:
+    """``ep_search``'s "no answer" floor (the hub's is ``hub.match.match_floor``)."""
+    return Floor(
+        hybrid=s.activation_floor,
         coverage_weight=s.coverage_weight,
-        lexical_coverage_floor=s.lexical_coverage_floor,
+        lexical=s.lexical_coverage_floor,
         calibrated_for=s.activation_model,
-        score_ratio=s.score_ratio,
     )
 
 
