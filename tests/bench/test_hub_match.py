@@ -9,9 +9,7 @@ from ep_mcp.retrieval.threshold import Evidence, Floor
 BASE = Floor(hybrid=0.0, coverage_weight=0.0, lexical=0.0, calibrated_for="m")
 
 
-def _ev(
-    cosine: float | None, coverage: float, terms: int, unknown: float = 0.0
-) -> Evidence:
+def _ev(cosine: float | None, coverage: float, terms: int, unknown: float = 0.0) -> Evidence:
     return Evidence(cosine, None, coverage, terms, unknown)
 
 

@@ -11,10 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from ep_mcp.cli import main
+from ep_mcp.config import PackSettings, RetrievalSettings, Settings
 from ep_mcp.hub.hub import SkillHub
-from ep_mcp.hub.match import NO_MATCH, match_floor, no_match_note
+from ep_mcp.hub.match import NO_MATCH, no_match_note
 from ep_mcp.index.embed import HashingEmbedder
-from ep_mcp.retrieval.threshold import Evidence, Floor, judge
+from ep_mcp.retrieval import threshold
+from ep_mcp.retrieval.threshold import LEXICAL, Evidence, Floor, Verdict, judge
+from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.runtime import PackRuntime
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 FLOOR = Floor(hybrid=0.5, coverage_weight=0.5, lexical=0.3, calibrated_for="local/m")
@@ -135,3 +139,36 @@ def test_a_task_for_a_skill_nobody_tapped_gets_no_skill_when_its_words_are_in_no
     assert reply.evidence is not None and reply.evidence.unknown == pytest.approx(2 / 5)
     assert hub.search(absent, 5).results == ()
     assert hub.search("flatten the pdf form so nobody can edit it", 5).results
+
+
+def test_ep_search_and_skill_search_are_judged_by_the_one_floor(
+    tapped: SkillHub,
+    make_pack: Callable[[dict[str, str]], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both no-answer rules are `retrieval.threshold.judge`: overrule it and both answer an
+    off-topic query they withhold otherwise (a path with a floor of its own would not)."""
+    pack = make_pack({"a.md": "# Inverters\n\nSizing the inverter for a battery bank.\n"})
+    settings = Settings(retrieval=RetrievalSettings(today="2026-06-01"))
+    rt = PackRuntime(PackSettings(path=pack, index_dir=tmp_path / "idx"), settings, None, tmp_path)
+    rt.index(show_progress=False)
+    off_pack = "bake sourdough bread and roast a chicken on the battery"  # one word of six
+    try:
+        assert rt.search(SearchRequest(off_pack, k=5)).hits == ()
+        assert tapped.search(OFF_TOPIC, 5).results == ()
+        judged: list[str] = []
+
+        def lenient(ev: Evidence, floor: Floor, model: str | None) -> Verdict:
+            judged.append(f"{floor.lexical}")
+            return Verdict(1.0, 0.0, LEXICAL)
+
+        monkeypatch.setattr(threshold, "judge", lenient)
+        assert rt.search(SearchRequest(off_pack, k=5)).hits
+        assert tapped.search(OFF_TOPIC, 5).results
+        assert judged == [
+            "0.25",
+            "0.324",
+        ]  # retrieval.lexical_coverage_floor, hub.min_match_lexical
+    finally:
+        rt.close()
