@@ -45,7 +45,7 @@ from ep_mcp.hub.results import (
     TapStatus,
     UpdateReport,
 )
-from ep_mcp.hub.search import best_chunks, fusion_of, llm_rerank, match_evidence, retrieve
+from ep_mcp.hub.search import best_chunks, llm_rerank, match_evidence, retrieve
 from ep_mcp.hub.tapindex import Tap, TapIndex
 from ep_mcp.hub.taps import TapManager
 from ep_mcp.index.embed.base import Embedder
@@ -87,7 +87,6 @@ class SkillHub:
         self._name_index: tuple[tuple[tuple[str, int], ...], NameIndex] | None = None
         self._lock = threading.RLock()
         self.legs = tuple(legs)  # retrieval legs in use (benchmarks compare them one by one)
-        self.fusion = fusion_of(settings.hub)
         self.match_floor = match_floor(settings.hub)
 
     # -- parts -------------------------------------------------------------------------------
@@ -343,7 +342,7 @@ class SkillHub:
             ready,
             max(60, 4 * limit),
             retrieval=self.settings.retrieval,
-            fusion=self.fusion,
+            hub=self.settings.hub,
             names=self._names(ready),
             embedder=embedder,
             legs=self.legs,

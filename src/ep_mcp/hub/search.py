@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from ep_mcp.config import HubSettings, RetrievalSettings
 from ep_mcp.errors import EmbeddingError
@@ -30,30 +29,6 @@ from ep_mcp.retrieval import threshold as th
 from ep_mcp.retrieval.lexical import query_terms
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Fusion:
-    """Weights of the legs and the RRF constant (``hub.*`` settings; built by ``fusion_of``)."""
-
-    k: int
-    body: float
-    card: float
-    name: float
-    vector: float
-    support: float
-
-
-def fusion_of(hub: HubSettings) -> Fusion:
-    """The fusion settings by keyword from the config model, the one source of their defaults."""
-    return Fusion(
-        k=hub.rrf_k,
-        body=hub.body_weight,
-        card=hub.card_weight,
-        name=hub.name_weight,
-        vector=hub.vector_weight,
-        support=hub.support_factor,
-    )
 
 
 def lexical_legs(
@@ -121,14 +96,14 @@ def retrieve(
     pool: int,
     *,
     retrieval: RetrievalSettings,
-    fusion: Fusion,
+    hub: HubSettings,
     names: NameIndex,
     embedder: Embedder | None,
     legs: Sequence[str],
     notes: list[str],
 ) -> tuple[list[SkillCandidate], str, float | None]:
     """Ranked skills, the ranker's name (hybrid, lexical or dense) and the best dense cosine
-    (None without a dense leg).
+    (None without a dense leg). ``hub`` holds the legs' weights and the RRF constant.
 
     ``pool`` is the shortlist across all taps; each tap contributes its best
     ``per_tap_pool(pool, taps)`` chunks per leg, which together always cover at least ``pool``.
@@ -138,7 +113,7 @@ def retrieve(
     body: list[ChunkHit] = []
     names_hits: list[ChunkHit] = []
     if "lexical" in legs:
-        cards, body = lexical_legs(query, ready, pool, retrieval, fusion.support)
+        cards, body = lexical_legs(query, ready, pool, retrieval, hub.support_factor)
         names_hits = name_leg(query, names, [*cards, *body])
     dense: list[ChunkHit] = []
     if "vector" in legs and embedder is not None and any(ti.has_dense() for ti in ready):
@@ -148,10 +123,10 @@ def retrieve(
     }  # fmt: skip
     fused = fuse_skills(
         ranked,
-        k=fusion.k,
+        k=hub.rrf_k,
         snippet_from=lambda ref: not is_card(ref.path),
-        weights={"body": fusion.body, "card": fusion.card, "name": fusion.name,
-                 "vector": fusion.vector},
+        weights={"body": hub.body_weight, "card": hub.card_weight, "name": hub.name_weight,
+                 "vector": hub.vector_weight},
     )  # fmt: skip
     if not dense:
         return fused, "lexical", None

@@ -6,6 +6,7 @@ of their own, so a stage can never run on a default that disagrees with the conf
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from ep_mcp.config import RetrievalSettings
@@ -29,14 +30,8 @@ def activation_floor(s: RetrievalSettings) -> Floor:
 
 
 def boost_settings(s: RetrievalSettings) -> BoostSettings:
-    return BoostSettings(
-        type_match_boost=s.type_match_boost,
-        tag_match_boost=s.tag_match_boost,
-        always_tier_boost=s.always_tier_boost,
-        length_penalty_chars=s.length_penalty_chars,
-        length_penalty=s.length_penalty,
-        freshness_penalty=s.freshness_penalty,
-    )
+    """Every field of ``BoostSettings`` is the same-named field of ``s``."""
+    return BoostSettings(**{f.name: getattr(s, f.name) for f in dataclasses.fields(BoostSettings)})
 
 
 def fallback_weights(s: RetrievalSettings) -> FallbackWeights:
