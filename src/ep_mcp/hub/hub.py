@@ -312,7 +312,8 @@ class SkillHub:
         include_low_confidence: bool = False,
     ) -> SkillSearch:
         """Skills for a task, best first; none (and a note) when the best evidence is under the
-        floor (``hub.match``), unless ``include_low_confidence``."""
+        floor (``retrieval.threshold.judge`` on ``hub.match.match_floor``), unless
+        ``include_low_confidence``."""
         started = time.perf_counter()
         if not query.strip():
             raise QueryError("the query is empty — describe the task you need a skill for")
