@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from typing import TypeVar
 
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.retrieval.boosts import BoostSettings
 from ep_mcp.retrieval.fallback import FallbackWeights
 from ep_mcp.retrieval.threshold import Floor, ThresholdSettings
+
+T = TypeVar("T")
 
 
 def threshold_settings(s: RetrievalSettings) -> ThresholdSettings:
@@ -30,18 +33,18 @@ def activation_floor(s: RetrievalSettings) -> Floor:
 
 
 def boost_settings(s: RetrievalSettings) -> BoostSettings:
-    """Every field of ``BoostSettings`` is the same-named field of ``s``."""
-    return BoostSettings(**{f.name: getattr(s, f.name) for f in dataclasses.fields(BoostSettings)})
+    return same_named(BoostSettings, s)
 
 
 def fallback_weights(s: RetrievalSettings) -> FallbackWeights:
-    return FallbackWeights(
-        coverage=s.fallback_coverage_weight,
-        density=s.fallback_density_weight,
-        path=s.fallback_path_weight,
-        length=s.fallback_length_weight,
-        length_chars=s.fallback_length_chars,
-    )
+    return same_named(FallbackWeights, s, prefix="fallback_")
+
+
+def same_named(cls: type[T], s: RetrievalSettings, prefix: str = "") -> T:
+    """``cls`` with each field taken from the field of ``s`` named ``prefix`` + its own name
+    (a stage's settings that are a slice of ``RetrievalSettings``, named alike)."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    return cls(**{name: getattr(s, prefix + name) for name in names})
 
 
 def today_of(s: RetrievalSettings) -> dt.date:
