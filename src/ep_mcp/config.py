@@ -6,6 +6,7 @@ valid key; the environment is read once at the edge (config_env.py).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -236,8 +237,8 @@ class TapSettings:
 
 
 @dataclass(frozen=True)
-class SkillsSettings:
-    """The skills hub (SPEC §7)."""
+class HubSettings:
+    """The skills hub (SPEC §7): config key ``hub:`` (``skills:``, its old name, is still read)."""
 
     api_keys: tuple[str, ...] = ()  # open the hub over HTTP (also EP_MCP_HUB_KEY); see docs
     llm_rerank: bool = False  # LLM rerank of the shortlist's top by default (`--smart` per query)
@@ -256,7 +257,8 @@ class SkillsSettings:
     name_weight: float = 1.0  # name/description term match, independent of each tap's BM25
     vector_weight: float = 2.0  # cosine over all chunks, when the taps have vectors
     support_factor: float = 0.5  # supporting-file BM25 scores count this much
-    # "no skill matches" (hub.match; chosen on the golden dev queries, docs/BENCHMARKS.md):
+    # "no skill matches" (retrieval.threshold's floor, ep_search's too; chosen on the golden dev
+    # queries, docs/BENCHMARKS.md):
     # best cosine + match_coverage_weight x term coverage of the first skills below min_match →
     # no skill; without vectors (or another embedder) term coverage below min_match_lexical
     min_match: float = 0.542
@@ -311,9 +313,11 @@ class Settings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     reranker: RerankerSettings = field(default_factory=RerankerSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
-    skills: SkillsSettings = field(default_factory=SkillsSettings)
+    hub: HubSettings = field(default_factory=HubSettings)
     home: Path | None = None  # $EP_MCP_HOME: taps, caches, per-user indexes
     env_keys: EnvKeys = field(default_factory=EnvKeys, repr=False, metadata={"file": False})
+    # what the file said in an old way (``skills:`` for ``hub:``): `ep-mcp config`/`doctor` show it
+    deprecations: tuple[str, ...] = field(default=(), metadata={"file": False})
 
 
 def default_home(env: Mapping[str, str]) -> Path:
@@ -347,13 +351,15 @@ def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = Non
 
         data = translate_reference(loaded)
         base = path.resolve().parent
+    from ep_mcp.config_compat import old_hub_key
     from ep_mcp.config_schema import build_dataclass, config_problems_error
 
     problems: list[str] = []
-    settings: Settings = build_dataclass(Settings, data or {}, "", base, problems)
+    data, deprecations = old_hub_key(data or {}, problems)
+    settings: Settings = build_dataclass(Settings, data, "", base, problems)
     from ep_mcp.config_checks import check_settings
 
     problems += check_settings(settings)
     if problems:
         raise config_problems_error(problems, path)
-    return settings
+    return dataclasses.replace(settings, deprecations=deprecations) if deprecations else settings

@@ -87,7 +87,7 @@ def _retrieval(settings: Settings) -> list[str]:
 
 
 def _limits(settings: Settings) -> list[str]:
-    sk, srv, emb = settings.skills, settings.server, settings.embedding
+    sk, srv, emb = settings.hub, settings.server, settings.embedding
     out: list[str] = []
     at_least: tuple[tuple[str, float, float], ...] = (
         ("reranker.pool", settings.reranker.pool, 1),
@@ -100,9 +100,9 @@ def _limits(settings: Settings) -> list[str]:
         ("server.max_body_bytes", srv.max_body_bytes, 1),
         ("server.rate_limit_per_minute", srv.rate_limit_per_minute, 0),
         ("server.artifact_poll_s", srv.artifact_poll_s, 0),
-        ("skills.rrf_k", sk.rrf_k, 1),
-        ("skills.llm_top", sk.llm_top, 1),
-        ("skills.read_max_chars", sk.read_max_chars, 1),
+        ("hub.rrf_k", sk.rrf_k, 1),
+        ("hub.llm_top", sk.llm_top, 1),
+        ("hub.read_max_chars", sk.read_max_chars, 1),
         ("embedding.breaker_failures", emb.breaker_failures, 1),
     )
     for key, value, low in at_least:
@@ -118,9 +118,9 @@ def _limits(settings: Settings) -> list[str]:
         ("embedding.timeout_s", emb.timeout_s),
         ("embedding.query_timeout_s", emb.query_timeout_s),
         ("embedding.breaker_cooldown_s", emb.breaker_cooldown_s),
-        ("skills.llm_timeout_s", sk.llm_timeout_s),
-        ("skills.clone_timeout_s", sk.clone_timeout_s),
-        ("skills.discover_timeout_s", sk.discover_timeout_s),
+        ("hub.llm_timeout_s", sk.llm_timeout_s),
+        ("hub.clone_timeout_s", sk.clone_timeout_s),
+        ("hub.discover_timeout_s", sk.discover_timeout_s),
     ):
         if not seconds > 0:
             out.append(f"{key}: must be a number of seconds above 0 — got {seconds}")

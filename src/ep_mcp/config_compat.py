@@ -14,6 +14,30 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
+OLD_HUB_KEY = (
+    "config key `skills:` is now `hub:` — rename it (read as `hub:` for now; "
+    "`skills` names a pack kind and SEP-2640 publishing)"
+)
+_said: set[str] = set()  # deprecation notes already logged by this process
+
+
+def old_hub_key(
+    data: Mapping[str, Any], problems: list[str]
+) -> tuple[Mapping[str, Any], tuple[str, ...]]:
+    """``skills:`` (the hub's old key) read as ``hub:``, with the deprecation note (logged once
+    a process); both at once is a problem."""
+    if "skills" not in data:
+        return data, ()
+    if "hub" in data:
+        problems.append("skills: set beside `hub:` — keep `hub:` only (`skills:` is its old name)")
+        return {k: v for k, v in data.items() if k != "skills"}, ()
+    if OLD_HUB_KEY not in _said:
+        _said.add(OLD_HUB_KEY)
+        logger.warning("%s", OLD_HUB_KEY)
+    renamed = {("hub" if k == "skills" else k): v for k, v in data.items()}
+    return renamed, (OLD_HUB_KEY,)
+
+
 # section → {reference key: our key}
 RENAMED: dict[str, dict[str, str]] = {
     "server": {"dev_mode_watch": "watch"},

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from ep_mcp.config import load_settings
+from ep_mcp.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Check:
@@ -30,6 +33,17 @@ def _version(dist: str) -> str:
 def run_checks(home: Path, env: Mapping[str, str]) -> list[Check]:
     """Every check, in the order `ep-mcp doctor` prints them. ``home`` is the data directory."""
     return [*_install_checks(), *_data_checks(home), *_tool_checks(env)]
+
+
+def config_check(path: Path) -> Check:
+    """The config file: does it load, and does it say anything the old way (``skills:``)?"""
+    try:
+        settings = load_settings(path)
+    except ConfigError as exc:
+        return Check("config", False, str(exc).splitlines()[0])
+    if settings.deprecations:
+        return Check("config", False, f"{path}: " + "; ".join(settings.deprecations))
+    return Check("config", True, f"{path}: loads")
 
 
 def _install_checks() -> list[Check]:

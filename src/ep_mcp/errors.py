@@ -67,6 +67,13 @@ class NotFoundError(EpMcpError):
     status = 404
 
 
+class ReadOnlyIndexError(EpMcpError):
+    """A write was asked of an index served read-only (``read_only: true``, or a published
+    version on PostgreSQL): the index's state refuses it, nothing is missing (409)."""
+
+    status = 409
+
+
 class IndexBuildError(EpMcpError):
     """An index could not be built or opened."""
 

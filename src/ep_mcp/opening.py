@@ -21,7 +21,6 @@ from ep_mcp.errors import (
     EpMcpError,
     IndexBuildError,
     IndexDamagedError,
-    NotFoundError,
 )
 from ep_mcp.index.embed.base import Embedder, query_cost
 from ep_mcp.index.embed.factory import make_embedder
@@ -73,8 +72,8 @@ def open_library(
                     f"packs '{same.slug}' ({same.pack.root}) and '{rt.slug}' ({rt.pack.root}) "
                     f"resolve to one index file, {rt.sqlite.path} — give each its own index_dir"
                 )
-            if rt.slug in runtimes:
-                raise NotFoundError(
+            if rt.slug in runtimes:  # a config to fix, like the shared index file above
+                raise ConfigError(
                     f"two packs share the slug '{rt.slug}' — set `slug` for one of them"
                 )
             runtimes[rt.slug] = rt

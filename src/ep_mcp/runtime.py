@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config import IndexEngine, PackSettings, Settings
-from ep_mcp.errors import BuildingError, EpMcpError, IndexDamagedError, NotFoundError
+from ep_mcp.errors import (
+    BuildingError,
+    EpMcpError,
+    IndexDamagedError,
+    NotFoundError,
+    ReadOnlyIndexError,
+)
 from ep_mcp.index import diskerrors, integrity, recovery
 from ep_mcp.index.builder import BuildReport, build_index, embed_texts
 from ep_mcp.index.buildlock import embedding_lock
@@ -87,7 +93,7 @@ class PackRuntime:
     def sqlite(self) -> Store:
         """The SQLite index this pack builds in place (index, backfill, repair need one)."""
         if not isinstance(self.store, Store):
-            raise NotFoundError(
+            raise ReadOnlyIndexError(
                 f"pack '{self.slug}' is served from {self.store.location} — build and publish "
                 "it where it is built (`ep-mcp index PACK --out DIR --to postgres`)"
             )
@@ -174,7 +180,7 @@ class PackRuntime:
         words now and leaves the new vectors pending, for ``backfill`` to compute."""
         with self._lock:
             if self.config.read_only:
-                raise NotFoundError(
+                raise ReadOnlyIndexError(
                     f"pack '{self.slug}' is served read-only — build its index elsewhere"
                 )
             pack = self._load() if reload else self.pack

@@ -1,4 +1,4 @@
-"""Every config key a user-facing message names (`index.max_file_bytes`, `skills.min_match`)
+"""Every config key a user-facing message names (`index.max_file_bytes`, `hub.min_match`)
 exists in the settings model: a message that names a key nobody can set sends people nowhere."""
 
 from __future__ import annotations

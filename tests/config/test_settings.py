@@ -46,9 +46,9 @@ def test_a_reference_style_config_loads_with_paths_relative_to_the_file(tmp_path
         ("- just\n- a list\n", "must be a YAML mapping"),
         ("server: {port: [1\n", "config.yaml"),
         ("packs: [{path: a, slug: x}, {path: b, slug: x}]\n", "duplicate slug"),
-        ("skills: {rrf_k: -1}\n", "skills.rrf_k: must be at least 1"),
-        ("skills: {read_max_chars: 0}\n", "skills.read_max_chars: must be at least 1"),
-        ("skills: {llm_timeout_s: 0}\n", "skills.llm_timeout_s: must be a number of seconds"),
+        ("hub: {rrf_k: -1}\n", "hub.rrf_k: must be at least 1"),
+        ("hub: {read_max_chars: 0}\n", "hub.read_max_chars: must be at least 1"),
+        ("hub: {llm_timeout_s: 0}\n", "hub.llm_timeout_s: must be a number of seconds"),
         ("server: {max_body_bytes: -5}\n", "server.max_body_bytes: must be at least 1"),
         ("reranker: {max_chars: 0}\n", "reranker.max_chars: must be at least 1"),
         (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import shared_path
-from ep_mcp.config import Settings, SkillsSettings
+from ep_mcp.config import HubSettings, Settings
 from ep_mcp.hub.git import Git
 from ep_mcp.hub.hub import SkillHub
 from ep_mcp.index.embed import HashingEmbedder
@@ -62,7 +62,7 @@ def make_hub(home: Path) -> Iterator[Callable[..., SkillHub]]:
         **skills: object,
     ) -> SkillHub:
         settings = dataclasses.replace(
-            Settings(), home=home, skills=dataclasses.replace(SkillsSettings(), **skills)
+            Settings(), home=home, hub=dataclasses.replace(HubSettings(), **skills)
         )
         hub = SkillHub(
             settings, env if env is not None else dict(os.environ), embedder=embedder, llm=llm

@@ -254,7 +254,7 @@ def test_a_folder_tap_listed_in_config_runs_nothing_its_git_config_names(
     folder = make_repo({**SMALL_REPO, ".gitattributes": ATTRIBUTES})
     _plant(folder, markers, "folder")
     config = tmp_path / "config.yaml"
-    config.write_text(f"skills:\n  taps:\n    - url: {folder}\n      name: mine\n", "utf-8")
+    config.write_text(f"hub:\n  taps:\n    - url: {folder}\n      name: mine\n", "utf-8")
     env = {**_hostile_user(tmp_path, markers), "EP_MCP_HOME": str(home)}
     for args in (["reindex"], ["taps", "--json"], ["update"], ["skills", "search", "pdf form"]):
         _ep([*args, "--config", str(config)], env, markers)

@@ -131,6 +131,20 @@ def test_a_query_sharing_nothing_with_the_pack_answers_nothing(
         rt.close()
 
 
+def test_with_vectors_of_a_model_the_floor_was_not_calibrated_for_coverage_decides(
+    make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    # the hashing embedder's cosines are not on the calibrated model's scale: the floor reads
+    # the term coverage alone (it used to be skipped, answering noise), as skill_search does
+    rt = runtime(make_pack(FILES), tmp_path, HashingEmbedder(256), activation_floor=0.0)
+    try:
+        result = rt.search(SearchRequest("sourdough starter hydration", k=5))
+        assert result.hits == () and result.mode == "empty"
+        assert rt.search(SearchRequest("battery bank autonomy", k=5)).mode == "hybrid"
+    finally:
+        rt.close()
+
+
 def test_without_vectors_a_query_matching_no_term_answers_nothing(
     make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
 ) -> None:

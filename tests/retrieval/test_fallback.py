@@ -9,11 +9,20 @@ from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.fallback import FallbackWeights, lexical_signals, score_lexically
 from ep_mcp.retrieval.settings import fallback_weights
 
+
+def _only(signal: str, length_chars: int = 100) -> FallbackWeights:
+    weights = {
+        f"{n}_weight": 1.0 if n == signal else 0.0
+        for n in ("coverage", "density", "path", "length")
+    }
+    return FallbackWeights(**weights, length_chars=length_chars)
+
+
 ONLY = {  # one signal at a time: the others weigh nothing
-    "coverage": FallbackWeights(coverage=1.0, density=0, path=0, length=0, length_chars=100),
-    "density": FallbackWeights(coverage=0, density=1.0, path=0, length=0, length_chars=100),
-    "path": FallbackWeights(coverage=0, density=0, path=1.0, length=0, length_chars=100),
-    "length": FallbackWeights(coverage=0, density=0, path=0, length=1.0, length_chars=1000),
+    "coverage": _only("coverage"),
+    "density": _only("density"),
+    "path": _only("path"),
+    "length": _only("length", 1000),
 }
 
 

@@ -4,30 +4,24 @@ import pytest
 
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.threshold import (
+    HYBRID,
+    LEXICAL,
     Evidence,
-    ThresholdSettings,
+    Floor,
     activation,
     cosine_margin,
     drop_far_below,
     gather_evidence,
-    is_negative,
+    judge,
     term_coverage,
 )
 
-FLOORS = ThresholdSettings(
-    activation_floor=0.43,
-    coverage_weight=0.2,
-    lexical_coverage_floor=0.25,
-    calibrated_for="local/minilm",
-    score_ratio=0.0,
-)
-NO_FLOORS = ThresholdSettings(
-    activation_floor=0.0,
-    coverage_weight=0.2,
-    lexical_coverage_floor=0.0,
-    calibrated_for="*",
-    score_ratio=0.0,
-)
+FLOORS = Floor(hybrid=0.43, coverage_weight=0.2, lexical=0.25, calibrated_for="local/minilm")
+NO_FLOORS = Floor(hybrid=0.0, coverage_weight=0.2, lexical=0.0, calibrated_for="*")
+
+
+def is_negative(evidence: Evidence, floor: Floor, model: str | None) -> bool:
+    return not judge(evidence, floor, model).answered
 
 
 def ev(cos: float | None, coverage: float) -> Evidence:
@@ -61,9 +55,14 @@ def test_activation_edges(evidence: Evidence, negative: bool) -> None:
     assert is_negative(evidence, FLOORS, "local/minilm-dq") is negative
 
 
-def test_the_floor_is_skipped_for_a_model_it_was_not_calibrated_for() -> None:
-    assert not is_negative(ev(0.1, 0.0), FLOORS, "openai/text-embedding-3-small")
-    assert is_negative(ev(0.1, 0.0), dataclasses.replace(FLOORS, calibrated_for="*"), "any")
+def test_with_a_model_it_was_not_calibrated_for_coverage_alone_decides() -> None:
+    other = "openai/text-embedding-3-small"
+    assert is_negative(ev(0.1, 0.0), FLOORS, other)  # was: the floor skipped, noise answered
+    assert is_negative(ev(0.9, 0.2), FLOORS, other)  # a foreign cosine lifts nothing
+    assert not is_negative(ev(0.1, 0.25), FLOORS, other)
+    assert judge(ev(0.9, 0.2), FLOORS, other).rule == LEXICAL
+    assert judge(ev(0.9, 0.2), FLOORS, "local/minilm-dq").rule == HYBRID
+    assert is_negative(ev(0.1, 0.3), dataclasses.replace(FLOORS, calibrated_for="*"), "any")
 
 
 def test_with_every_floor_at_zero_nothing_is_negative() -> None:
@@ -112,8 +111,18 @@ def test_activation_is_the_best_cosine_plus_the_weighted_coverage() -> None:
     assert activation(ev(None, 0.5), 0.2) is None
 
 
-def test_a_floor_calibrated_for_one_model_is_skipped_when_the_model_is_unknown() -> None:
-    assert not is_negative(ev(0.1, 0.0), FLOORS, None)
+def test_a_floor_calibrated_for_one_model_reads_coverage_alone_when_the_model_is_unknown() -> None:
+    assert is_negative(ev(0.1, 0.0), FLOORS, None)
+    assert not is_negative(ev(0.1, 0.5), FLOORS, None)
+
+
+def test_terms_no_document_holds_lower_the_hybrid_score_by_the_penalty() -> None:
+    floor = dataclasses.replace(FLOORS, unknown_penalty=0.5)
+    held = Evidence(0.4, None, 0.5, 4)  # 0.4 + 0.2 x 0.5 = 0.5
+    unheld = dataclasses.replace(held, unknown=0.5)  # - 0.25
+    assert judge(held, floor, "local/minilm").score == pytest.approx(0.5)
+    assert judge(unheld, floor, "local/minilm").score == pytest.approx(0.25)
+    assert judge(unheld, FLOORS, "local/minilm").answered  # packs: no penalty
 
 
 def test_relative_drop_measures_from_the_best_score_anywhere_in_the_list() -> None:

@@ -20,7 +20,7 @@ from urllib.parse import unquote
 import anyio
 import pytest
 
-from ep_mcp.config import SkillsSettings, TapSettings, load_settings
+from ep_mcp.config import HubSettings, TapSettings, load_settings
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.http_app import create_app
 from ep_mcp.serve.mcp_server import ServeContext
@@ -371,8 +371,8 @@ def hub_serve(serve_ctx: Any, tmp_path: Path) -> Iterator[ServeContext]:
     settings = dataclasses.replace(
         serve.library.settings,
         home=tmp_path / "home",
-        skills=dataclasses.replace(
-            SkillsSettings(), taps=(TapSettings(url=str(tmp_path / "tap"), name="local"),)
+        hub=dataclasses.replace(
+            HubSettings(), taps=(TapSettings(url=str(tmp_path / "tap"), name="local"),)
         ),
     )
     hub = SkillHub(settings, {})

@@ -134,7 +134,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         json.dumps(
             {
                 "home": str(tmp / "hub-home"),
-                "skills": {"read_max_chars": 200, "taps": [{"url": str(folder)}]},
+                "hub": {"read_max_chars": 200, "taps": [{"url": str(folder)}]},
             }
         ),
         encoding="utf-8",

@@ -18,15 +18,15 @@ from pathlib import Path
 
 from ep_mcp.bench.hub import MODES, golden_queries
 from ep_mcp.config import Settings
+from ep_mcp.eval import floors
 from ep_mcp.eval.golden import GoldenQuery, load_golden
 from ep_mcp.eval.metrics import first_rank
 from ep_mcp.hub.hub import SkillHub
-from ep_mcp.hub.match import MatchEvidence, MatchFloor, judge_match
 from ep_mcp.index.embed.base import Embedder
+from ep_mcp.retrieval import threshold as th
 
 BORROWED = ("home-assistant", "blender-3d", "solar-diy")  # golden sets lent as negatives
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5)  # coverage weights tried on dev
-MAX_WITHHELD = 0.05  # share of answerable dev queries the floor may withhold
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,13 @@ class MatchRow:
     negative: bool
     borrowed: bool
     rank: int | None  # the expected skill's rank, everything shown (None: missed or negative)
-    evidence: MatchEvidence
+    evidence: th.Evidence
     absent: bool = False  # a task for a skill no tap has (``--absent``): counted on its own
 
 
 @dataclass(frozen=True)
 class OperatingPoint:
-    floor: MatchFloor
+    floor: th.Floor
     rule: str  # hybrid | lexical
     negatives: int
     caught: int  # negatives answered with no skill
@@ -59,8 +59,8 @@ class OperatingPoint:
         f = self.floor
         return {
             "rule": self.rule,
-            "min_match": _finite(f.min_match if self.rule == "hybrid" else f.min_lexical),
-            "coverage_weight": f.coverage_weight if self.rule == "hybrid" else None,
+            "min_match": _finite(f.hybrid if self.rule == th.HYBRID else f.lexical),
+            "coverage_weight": f.coverage_weight if self.rule == th.HYBRID else None,
             "negatives_no_skill": f"{self.caught}/{self.negatives}",
             "golden_negatives_no_skill": f"{self.own_caught}/{self.own_negatives}",
             "answerable_withheld": f"{self.withheld}/{self.answerable}",
@@ -108,27 +108,27 @@ def collect(
 
 
 def operating_point(
-    rows: Sequence[MatchRow], floor: MatchFloor, embedder: str | None
+    rows: Sequence[MatchRow], floor: th.Floor, embedder: str | None
 ) -> OperatingPoint:
-    rule = "lexical"
+    rule = th.LEXICAL
     negatives = caught = own = own_caught = answerable = withheld = at1 = at5 = 0
     absent = absent_matched = 0
     for r in rows:
-        verdict = judge_match(r.evidence, floor, embedder)
+        verdict = th.judge(r.evidence, floor, embedder)
         rule = verdict.rule
         if r.absent:
             absent += 1
-            absent_matched += verdict.matched
+            absent_matched += verdict.answered
             continue
         if r.negative:
             negatives += 1
-            caught += not verdict.matched
+            caught += not verdict.answered
             own += not r.borrowed
-            own_caught += not r.borrowed and not verdict.matched
+            own_caught += not r.borrowed and not verdict.answered
             continue
         answerable += 1
-        withheld += not verdict.matched
-        if verdict.matched and r.rank is not None:
+        withheld += not verdict.answered
+        if verdict.answered and r.rank is not None:
             at1 += r.rank == 1
             at5 += r.rank <= 5
     n = max(answerable, 1)
@@ -138,30 +138,23 @@ def operating_point(
     )  # fmt: skip
 
 
-def choose_floor(dev: Sequence[MatchRow], base: MatchFloor, embedder: str | None) -> OperatingPoint:
+def choose_floor(dev: Sequence[MatchRow], base: th.Floor, embedder: str | None) -> OperatingPoint:
     """On dev only: for each coverage weight, the highest floor that withholds at most
-    ``MAX_WITHHELD`` of the answerable queries; the weight catching most negatives wins
-    (ties: the smaller weight). The floor sits halfway between the last answerable score kept
-    and the one under it, not on a dev query's score."""
+    ``floors.MAX_WITHHELD`` of the answerable queries (``floors.cut_keeping``); the weight
+    catching most negatives wins (ties: the smaller weight)."""
     answerable = [r for r in dev if not r.negative]
-    allowed = int(MAX_WITHHELD * len(answerable))
-    best: OperatingPoint | None = None
-    lexical = judge_match(dev[0].evidence, base, embedder).rule == "lexical"
+    lexical = th.judge(dev[0].evidence, base, embedder).rule == th.LEXICAL
+    points = []
     for w in (0.0,) if lexical else WEIGHTS:
         trial = dataclasses.replace(base, coverage_weight=w)
-        scores = sorted(judge_match(r.evidence, trial, embedder).score for r in answerable)
-        cut = (scores[allowed] + scores[allowed - 1]) / 2 if allowed else scores[0] - 0.005
-        cut = round(cut, 3)
+        cut = floors.cut_keeping([th.judge(r.evidence, trial, embedder).score for r in answerable])
         floor = (
-            dataclasses.replace(trial, min_lexical=cut)
+            dataclasses.replace(trial, lexical=cut)
             if lexical
-            else dataclasses.replace(trial, min_match=cut)
+            else dataclasses.replace(trial, hybrid=cut)
         )
-        point = operating_point(dev, floor, embedder)
-        if best is None or point.caught > best.caught:
-            best = point
-    assert best is not None
-    return best
+        points.append(operating_point(dev, floor, embedder))
+    return floors.most_caught(points, lambda p: p.caught)
 
 
 def report(
@@ -208,8 +201,8 @@ def report(
     return out
 
 
-def _open(floor: MatchFloor) -> MatchFloor:
-    return dataclasses.replace(floor, min_match=float("-inf"), min_lexical=float("-inf"))
+def _open(floor: th.Floor) -> th.Floor:
+    return dataclasses.replace(floor, hybrid=float("-inf"), lexical=float("-inf"))
 
 
 def _finite(value: float) -> float | None:

@@ -84,6 +84,22 @@ def emit_json(data: object) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+golden_option = click.option(
+    "--golden",
+    "golden",
+    required=True,
+    type=click.Path(path_type=Path, exists=True),
+    help="A golden-set YAML file (pack:, queries: id, query, expected paths) or a folder of "
+    "them; the format is in tests/golden/README.md of the source repository.",
+)
+packs_root_option = click.option(
+    "--packs-root",
+    "roots",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Folder holding the packs named by `pack:` (repeatable).",
+)
 config_option = click.option(
     "--config",
     "config",

@@ -12,7 +12,9 @@ from ep_mcp.cli.app import (
     config_option,
     emit_json,
     fail_cleanly,
+    golden_option,
     json_option,
+    packs_root_option,
     provider_option,
     resolve_settings,
 )
@@ -33,14 +35,8 @@ def model_target(out: Path | None, replace: bool, home: Path, stamp: str) -> Pat
 
 
 @bench.command("calibrate")
-@click.option("--golden", type=click.Path(path_type=Path, exists=True), required=True)
-@click.option(
-    "--packs-root",
-    "roots",
-    multiple=True,
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-)
+@golden_option
+@packs_root_option
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),

@@ -49,4 +49,7 @@ def config_cmd(config: Path | None, defaults: bool) -> None:
         data.pop("home")
         click.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), nl=False)
         return
-    click.echo(settings_yaml(resolve_settings(config)), nl=False)
+    settings = resolve_settings(config)
+    for note in settings.deprecations:  # YAML comments: the output still reads as config
+        click.echo(f"# deprecated: {note}")
+    click.echo(settings_yaml(settings), nl=False)

@@ -13,9 +13,11 @@ from ep_mcp.cli.app import (
     config_option,
     emit_json,
     fail_cleanly,
+    golden_option,
     index_dir_option,
     json_option,
     main,
+    packs_root_option,
     provider_option,
     resolve_settings,
 )
@@ -35,22 +37,8 @@ def _settings(config: Path | None, provider: str | None) -> tuple[Settings, Path
 
 
 @main.command("eval")
-@click.option(
-    "--golden",
-    "golden",
-    required=True,
-    type=click.Path(path_type=Path, exists=True),
-    help="A golden-set YAML file (pack:, queries: id, query, expected paths) or a folder of "
-    "them; the format is in tests/golden/README.md of the source repository.",
-)
-@click.option(
-    "--packs-root",
-    "roots",
-    multiple=True,
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="Folder holding the packs named by `pack:` (repeatable).",
-)
+@golden_option
+@packs_root_option
 @click.option(
     "--split",
     type=click.Choice(["dev", "test", "all"]),

@@ -337,14 +337,18 @@ def validate_cmd(pack: Path, as_json: bool) -> None:
 
 
 @main.command("doctor")
+@config_option
 @json_option
-def doctor_cmd(as_json: bool) -> None:
+def doctor_cmd(config: Path | None, as_json: bool) -> None:
     """Check the installation: versions, SQLite, sqlite-vec, the local model, the data
-    directory (indexes, taps) and the outside tools (git, gh, an LLM)."""
+    directory (indexes, taps), the outside tools (git, gh, an LLM) and, with --config, the
+    config file (its problems and deprecated keys)."""
     from ep_mcp.config import default_home
-    from ep_mcp.doctor import run_checks
+    from ep_mcp.doctor import config_check, run_checks
 
     checks = run_checks(default_home(os.environ), os.environ)
+    if config is not None:
+        checks.append(config_check(config))
     if as_json:
         emit_json([dataclasses.asdict(c) for c in checks])
         return

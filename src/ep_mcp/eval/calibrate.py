@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ep_mcp.config import Settings
+from ep_mcp.eval import floors
 from ep_mcp.eval.golden import GoldenSet, find_pack, select_split, with_refusals
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.factory import make_embedder
@@ -296,24 +297,23 @@ def operating_point(
 def choose_min_answerable(
     dev: Sequence[QueryRow],
     model: ConfidenceModel,
-    max_withheld: float = 0.05,
+    max_withheld: float = floors.MAX_WITHHELD,
     min_hit5: float = 0.95,
     also: Sequence[QueryRow] = (),
 ) -> OperatingPoint:
     """The floor catching the most dev negatives while withholding ≤ ``max_withheld`` of the
     answerable ones — of ``also`` too (a BEIR train split: another kind of collection) — and
-    keeping hit@5 ≥ ``min_hit5`` when reachable; ties: the lowest floor."""
+    keeping hit@5 ≥ ``min_hit5`` when reachable; ties: the lowest floor (``eval.floors``)."""
     base = operating_point(dev, model, 0.0)
-    best = base
-    for step in range(1, 100):
-        point = operating_point(dev, model, step / 100)
-        if point.withheld / max(point.answerable, 1) > max_withheld:
-            continue
-        other = operating_point(also, model, step / 100) if also else None
-        if other is not None and other.withheld / max(other.answerable, 1) > max_withheld:
-            continue
-        if base.hit_at_5 >= min_hit5 > point.hit_at_5:
-            continue
-        if point.not_covered > best.not_covered:
-            best = point
-    return best
+
+    def allowed(point: OperatingPoint) -> bool:
+        if not floors.within(point.withheld, point.answerable, max_withheld):
+            return False
+        if also:
+            other = operating_point(also, model, point.min_answerable)
+            if not floors.within(other.withheld, other.answerable, max_withheld):
+                return False
+        return not base.hit_at_5 >= min_hit5 > point.hit_at_5
+
+    trials = (operating_point(dev, model, step / 100) for step in range(1, 100))
+    return floors.most_caught([base, *filter(allowed, trials)], lambda p: p.not_covered)

@@ -159,7 +159,7 @@ def _file_source(path: Path, source: str, allow_file: bool) -> TapSource:
     if not allow_file:
         raise TapError(
             f"{source!r} is a local repository — cloning local repositories needs the explicit "
-            "--allow-file flag (or list the folder under skills.taps in config.yaml to index it "
+            "--allow-file flag (or list the folder under hub.taps in config.yaml to index it "
             "in place)"
         )
     resolved = path.expanduser().resolve()

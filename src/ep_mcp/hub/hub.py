@@ -28,7 +28,7 @@ from ep_mcp.hub.errors import TapError
 from ep_mcp.hub.git import CREDENTIALS_DROPPED, Git, parse_source
 from ep_mcp.hub.github import discover_github
 from ep_mcp.hub.llm import LlmClient, LlmReranker, choose_client
-from ep_mcp.hub.match import MATCH_DEPTH, MatchFloor, judge_match, no_match_note
+from ep_mcp.hub.match import MATCH_DEPTH, match_floor, no_match_note
 from ep_mcp.hub.ranking import collapse_mirrors
 from ep_mcp.hub.render import read_bounded, render_candidate, render_entry
 from ep_mcp.hub.results import (
@@ -45,10 +45,11 @@ from ep_mcp.hub.results import (
     TapStatus,
     UpdateReport,
 )
-from ep_mcp.hub.search import Fusion, best_chunks, llm_rerank, match_evidence, retrieve
+from ep_mcp.hub.search import best_chunks, llm_rerank, match_evidence, retrieve
 from ep_mcp.hub.tapindex import Tap, TapIndex
 from ep_mcp.hub.taps import TapManager
 from ep_mcp.index.embed.base import Embedder
+from ep_mcp.retrieval import threshold as th
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class SkillHub:
         self.home = settings.home
         self.index_root = self.home / "skills-index"
         self.taps = TapManager(
-            self.home, settings.skills.taps, Git(self.env), settings.skills.clone_timeout_s
+            self.home, settings.hub.taps, Git(self.env), settings.hub.clone_timeout_s
         )
         self._embedder_arg = embedder
         self._embedder = None if isinstance(embedder, str) else embedder
@@ -86,19 +87,7 @@ class SkillHub:
         self._name_index: tuple[tuple[tuple[str, int], ...], NameIndex] | None = None
         self._lock = threading.RLock()
         self.legs = tuple(legs)  # retrieval legs in use (benchmarks compare them one by one)
-        sk = settings.skills
-        self.fusion = Fusion(
-            sk.rrf_k,
-            sk.body_weight,
-            sk.card_weight,
-            sk.name_weight,
-            sk.vector_weight,
-            sk.support_factor,
-        )
-        self.match_floor = MatchFloor(
-            sk.min_match, sk.match_coverage_weight, sk.min_match_lexical, sk.match_model,
-            sk.match_unknown_penalty,
-        )  # fmt: skip
+        self.match_floor = match_floor(settings.hub)
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -112,7 +101,7 @@ class SkillHub:
 
     def reranker(self) -> LlmReranker:
         if self._reranker is None:
-            s = self.settings.skills
+            s = self.settings.hub
             client = (
                 choose_client(self.env, model=s.llm_model, endpoint=s.llm_endpoint)
                 if self._llm_arg == AUTO
@@ -301,14 +290,14 @@ class SkillHub:
         return read_bounded(
             entry,
             tap.path,
-            self.settings.skills.read_max_chars,
+            self.settings.hub.read_max_chars,
             offset,
             max_bytes=self.settings.index.max_file_bytes,
         )
 
     def discover(self, query: str, limit: int = 20) -> Discovery:
         results = discover_github(
-            query, limit, self.env, timeout=self.settings.skills.discover_timeout_s
+            query, limit, self.env, timeout=self.settings.hub.discover_timeout_s
         )
         return Discovery(query, tuple(results))
 
@@ -323,7 +312,8 @@ class SkillHub:
         include_low_confidence: bool = False,
     ) -> SkillSearch:
         """Skills for a task, best first; none (and a note) when the best evidence is under the
-        floor (``hub.match``), unless ``include_low_confidence``."""
+        floor (``retrieval.threshold.judge`` on ``hub.match.match_floor``), unless
+        ``include_low_confidence``."""
         started = time.perf_counter()
         if not query.strip():
             raise QueryError("the query is empty — describe the task you need a skill for")
@@ -353,7 +343,7 @@ class SkillHub:
             ready,
             max(60, 4 * limit),
             retrieval=self.settings.retrieval,
-            fusion=self.fusion,
+            hub=self.settings.hub,
             names=self._names(ready),
             embedder=embedder,
             legs=self.legs,
@@ -362,18 +352,18 @@ class SkillHub:
         ranked, mirrors = collapse_mirrors(
             ranked, lambda sid: by_id[sid].content_hash if sid in by_id else None
         )
-        use_llm = self.settings.skills.llm_rerank if smart is None else smart
-        head = ranked[: max(limit, MATCH_DEPTH, self.settings.skills.llm_top if use_llm else 0)]
+        use_llm = self.settings.hub.llm_rerank if smart is None else smart
+        head = ranked[: max(limit, MATCH_DEPTH, self.settings.hub.llm_top if use_llm else 0)]
         rows = best_chunks(self._indexes, head)
         evidence = match_evidence(query, ranked, top_cosine, by_id, rows, ready)
-        verdict = judge_match(evidence, self.match_floor, embedder.name if embedder else None)
+        verdict = th.judge(evidence, self.match_floor, embedder.name if embedder else None)
         withheld = 0
-        if ranked and not verdict.matched:
+        if ranked and not verdict.answered:
             notes.append(no_match_note(verdict, shown=include_low_confidence))
             if not include_low_confidence:
                 withheld, ranked = min(limit, len(ranked)), []
         if use_llm and ranked:
-            top = self.settings.skills.llm_top
+            top = self.settings.hub.llm_top
             ranked, ranker = llm_rerank(
                 self.reranker(), query, ranked, top, by_id, rows, ranker, notes
             )

@@ -11,8 +11,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ep_mcp.hub.match import NO_MATCH, MatchEvidence, MatchVerdict
+from ep_mcp.hub.match import NO_MATCH
 from ep_mcp.json_types import JsonObject
+from ep_mcp.retrieval import threshold as th
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,8 @@ class SkillSearch:
     results: tuple[SkillHit, ...]
     took_ms: float
     notes: tuple[str, ...] = ()
-    verdict: MatchVerdict | None = None  # does any skill match (None: no index to judge by)
-    evidence: MatchEvidence | None = None  # what the verdict read (benchmarks, fitting)
+    verdict: th.Verdict | None = None  # does any skill match (None: no index to judge by)
+    evidence: th.Evidence | None = None  # what the verdict read (benchmarks, fitting)
     withheld: int = 0  # skills not shown: under the floor, include_low_confidence not asked
 
     @classmethod
@@ -95,8 +96,8 @@ class SkillSearch:
         results: Sequence[SkillHit],
         started: float,
         notes: Sequence[str],
-        verdict: MatchVerdict | None = None,
-        evidence: MatchEvidence | None = None,
+        verdict: th.Verdict | None = None,
+        evidence: th.Evidence | None = None,
         withheld: int = 0,
     ) -> SkillSearch:
         took_ms = round((time.perf_counter() - started) * 1000, 2)
@@ -120,7 +121,7 @@ class SkillSearch:
             "took_ms": self.took_ms,
         }
         if self.verdict is not None:
-            reply["matched"] = self.verdict.matched
+            reply["matched"] = self.verdict.answered
             reply["match"] = round(self.verdict.score, 4)
         if self.notes:
             reply["notes"] = list(self.notes)

@@ -7,40 +7,28 @@ Legs (each reduced to one row per skill by ``fuse_skills``):
 - ``vector``: cosine over every chunk, for taps indexed with the current embedder.
 
 Then the shortlist's best chunks are read for snippets (``best_chunks``), the evidence that any
-skill matches at all is gathered (``match_evidence``, judged in ``hub.match``) and, when asked,
-an LLM reorders the head (``llm_rerank``).
+skill matches at all is gathered (``match_evidence``, judged by ``retrieval.threshold``) and,
+when asked, an LLM reorders the head (``llm_rerank``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
-from ep_mcp.config import RetrievalSettings
+from ep_mcp.config import HubSettings, RetrievalSettings
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.hub.catalog import NameIndex, SkillEntry, card_text
 from ep_mcp.hub.llm import Candidate, LlmReranker
-from ep_mcp.hub.match import MATCH_DEPTH, MatchEvidence, match_coverage, unknown_share
+from ep_mcp.hub.match import MATCH_DEPTH, unknown_share
 from ep_mcp.hub.ranking import ChunkHit, ChunkRef, SkillCandidate, apply_order, fuse_skills
 from ep_mcp.hub.tapindex import TapIndex, is_card
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.store import StoredChunk
+from ep_mcp.retrieval import threshold as th
 from ep_mcp.retrieval.lexical import query_terms
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Fusion:
-    """Weights of the legs and the RRF constant (``skills.*`` settings)."""
-
-    k: int = 5
-    body: float = 1.0
-    card: float = 1.0
-    name: float = 1.0
-    vector: float = 2.0
-    support: float = 0.5
 
 
 def lexical_legs(
@@ -108,14 +96,14 @@ def retrieve(
     pool: int,
     *,
     retrieval: RetrievalSettings,
-    fusion: Fusion,
+    hub: HubSettings,
     names: NameIndex,
     embedder: Embedder | None,
     legs: Sequence[str],
     notes: list[str],
 ) -> tuple[list[SkillCandidate], str, float | None]:
     """Ranked skills, the ranker's name (hybrid, lexical or dense) and the best dense cosine
-    (None without a dense leg).
+    (None without a dense leg). ``hub`` holds the legs' weights and the RRF constant.
 
     ``pool`` is the shortlist across all taps; each tap contributes its best
     ``per_tap_pool(pool, taps)`` chunks per leg, which together always cover at least ``pool``.
@@ -125,7 +113,7 @@ def retrieve(
     body: list[ChunkHit] = []
     names_hits: list[ChunkHit] = []
     if "lexical" in legs:
-        cards, body = lexical_legs(query, ready, pool, retrieval, fusion.support)
+        cards, body = lexical_legs(query, ready, pool, retrieval, hub.support_factor)
         names_hits = name_leg(query, names, [*cards, *body])
     dense: list[ChunkHit] = []
     if "vector" in legs and embedder is not None and any(ti.has_dense() for ti in ready):
@@ -135,10 +123,10 @@ def retrieve(
     }  # fmt: skip
     fused = fuse_skills(
         ranked,
-        k=fusion.k,
+        k=hub.rrf_k,
         snippet_from=lambda ref: not is_card(ref.path),
-        weights={"body": fusion.body, "card": fusion.card, "name": fusion.name,
-                 "vector": fusion.vector},
+        weights={"body": hub.body_weight, "card": hub.card_weight, "name": hub.name_weight,
+                 "vector": hub.vector_weight},
     )  # fmt: skip
     if not dense:
         return fused, "lexical", None
@@ -167,7 +155,7 @@ def match_evidence(
     by_id: Mapping[str, SkillEntry],
     rows: Mapping[tuple[str, int], StoredChunk],
     ready: Sequence[TapIndex] = (),
-) -> MatchEvidence:
+) -> th.Evidence:
     """What says any skill fits: the best cosine, the task's terms in the first skills'
     cards and best sections (``rows`` must hold the first ``MATCH_DEPTH``), and the share of
     its terms that no chunk of the ``ready`` taps holds."""
@@ -180,7 +168,13 @@ def match_evidence(
 
     held: set[str] = set().union(*(ti.held(terms) for ti in ready))
     unknown = unknown_share(terms, held.__contains__) if ready else 0.0
-    return MatchEvidence(top_cosine, match_coverage(terms, texts), len(terms), unknown)
+    return th.Evidence(
+        top_cosine=top_cosine,
+        cosine_margin=None,
+        coverage=th.best_coverage(terms, texts),
+        terms=len(terms),
+        unknown=unknown,
+    )
 
 
 def llm_rerank(

@@ -4,7 +4,7 @@ A clone is made into a temporary folder beside its final place and renamed only 
 succeeded, so a failed or interrupted clone never leaves a half tap. An update is such a fresh
 clone too, swapped in when its commit differs: git never runs inside an existing tap, whose
 ``.git/config`` (fsmonitor, filters, hooks, includes…) is not ep-mcp's to execute. A local
-folder listed in ``skills.taps`` is indexed in place (never cloned) and keyed by a fingerprint
+folder listed in ``hub.taps`` is indexed in place (never cloned) and keyed by a fingerprint
 of its files.
 """
 
@@ -55,15 +55,15 @@ class TapManager:
             path = Path(t.url.removeprefix("file://")).expanduser()
             if path.is_absolute():
                 if not path.is_dir():
-                    logger.warning("skills.taps: %s is not a folder — skipped", t.url)
+                    logger.warning("hub.taps: %s is not a folder — skipped", t.url)
                 continue
             try:
                 parsed = parse_source(t.url)
             except TapError as exc:
-                logger.warning("skills.taps: %s", exc)
+                logger.warning("hub.taps: %s", exc)
                 continue
             if parsed.dropped_credentials:
-                logger.warning("skills.taps: %s: %s", parsed.url, CREDENTIALS_DROPPED)
+                logger.warning("hub.taps: %s: %s", parsed.url, CREDENTIALS_DROPPED)
             out.append((parsed, t))
         return out
 
@@ -170,7 +170,7 @@ class TapManager:
     def remove(self, name: str) -> Tap:
         tap = self.find(name)
         if not tap.cloned:
-            raise TapError(f"'{tap.name}' comes from skills.taps in config.yaml — remove it there")
+            raise TapError(f"'{tap.name}' comes from hub.taps in config.yaml — remove it there")
         shutil.rmtree(tap.path)
         return tap
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config import PackSettings
+from ep_mcp.index.embed.optimize import sha256_file
 from ep_mcp.index.manifest import (
     ARTIFACT_FORMAT,
     MANIFEST,
@@ -56,11 +57,8 @@ SKIPPED_DIRS = frozenset({".ep-mcp", ".git", "__pycache__", "node_modules"})
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """Hex sha256 of a file (the one reader of files' digests: ``embed.optimize``'s)."""
+    return sha256_file(path)
 
 
 def _walk(root: Path) -> Iterator[Path]:

@@ -239,13 +239,14 @@ def _threshold(run: _Run, cands: list[Candidate], evidence: th.Evidence) -> list
     if not run.settings.adaptive_threshold:
         return cands
     ts = threshold_settings(run.settings)
-    if _negative(run, evidence, ts):
-        act = th.activation(evidence, ts.coverage_weight)
-        floor = ts.activation_floor if act is not None else ts.lexical_coverage_floor
-        shown = f"activation {act:.3f}" if act is not None else f"coverage {evidence.coverage:.2f}"
+    verdict = _verdict(run, evidence, ts.floor)
+    if verdict is not None and not verdict.answered:
+        hybrid = verdict.rule == th.HYBRID
+        shown = f"activation {verdict.score:.3f}" if hybrid else f"coverage {verdict.score:.2f}"
         run.trace.note(
             "threshold",
-            f"nothing activated: {shown} < floor {floor} ({evidence.describe()}) — empty answer",
+            f"nothing activated: {shown} < floor {verdict.floor} ({evidence.describe()}) "
+            "— empty answer",
         )
         return []
     kept = th.drop_far_below(cands, ts.score_ratio)
@@ -253,15 +254,16 @@ def _threshold(run: _Run, cands: list[Candidate], evidence: th.Evidence) -> list
     return kept
 
 
-def _negative(run: _Run, evidence: th.Evidence, ts: th.ThresholdSettings) -> bool:
-    """The activation test; skipped when a benchmark runs the vector leg alone (no coverage)."""
+def _verdict(run: _Run, evidence: th.Evidence, floor: th.Floor) -> th.Verdict | None:
+    """The floor's verdict (``retrieval.threshold``); None when a benchmark runs the vector leg
+    alone (no coverage) or when both rules answer, whatever the model (no need to look it up)."""
     if run.options.legs == "vector":
-        return False
-    act = th.activation(evidence, ts.coverage_weight)
-    if act is not None and act >= ts.activation_floor:
-        return False  # activated whatever the model: no need to look it up
+        return None
+    act = th.activation(evidence, floor.coverage_weight)
+    if act is not None and act >= floor.hybrid and evidence.coverage >= floor.lexical:
+        return None
     # the index's embedding model (a caller-supplied vector is assumed to match it)
-    return th.is_negative(evidence, ts, run.source.embedding_model())
+    return th.judge(evidence, floor, run.source.embedding_model())
 
 
 def _boost(run: _Run, cands: list[Candidate], scale: float) -> list[Candidate]:

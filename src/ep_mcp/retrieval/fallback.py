@@ -15,10 +15,10 @@ from ep_mcp.text import words
 class FallbackWeights:
     """The lexical fallback's part of ``RetrievalSettings`` (built by ``retrieval.settings``)."""
 
-    coverage: float
-    density: float
-    path: float
-    length: float
+    coverage_weight: float
+    density_weight: float
+    path_weight: float
+    length_weight: float
     length_chars: int
 
 
@@ -49,10 +49,10 @@ def score_lexically(
         length = min(len(text) / w.length_chars, 1.0)
         score = (
             bm25.get(c.chunk_id, 0.0)
-            + w.coverage * cov
-            + w.density * dens
-            + w.path * in_path
-            + w.length * length
+            + w.coverage_weight * cov
+            + w.density_weight * dens
+            + w.path_weight * in_path
+            + w.length_weight * length
         )
         note = (
             f"lexical fallback: bm25 {bm25.get(c.chunk_id, 0.0):.3f} + coverage {cov:.2f} "

@@ -6,43 +6,45 @@ of their own, so a stage can never run on a default that disagrees with the conf
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from typing import TypeVar
 
 from ep_mcp.config import RetrievalSettings
 from ep_mcp.retrieval.boosts import BoostSettings
 from ep_mcp.retrieval.fallback import FallbackWeights
-from ep_mcp.retrieval.threshold import ThresholdSettings
+from ep_mcp.retrieval.threshold import Floor, ThresholdSettings
+
+T = TypeVar("T")
 
 
 def threshold_settings(s: RetrievalSettings) -> ThresholdSettings:
-    return ThresholdSettings(
-        activation_floor=s.activation_floor,
+    return ThresholdSettings(floor=activation_floor(s), score_ratio=s.score_ratio)
+
+
+def activation_floor(s: RetrievalSettings) -> Floor:
+    """``ep_search``'s "no answer" floor (the hub's is ``hub.match.match_floor``)."""
+    return Floor(
+        hybrid=s.activation_floor,
         coverage_weight=s.coverage_weight,
-        lexical_coverage_floor=s.lexical_coverage_floor,
+        lexical=s.lexical_coverage_floor,
         calibrated_for=s.activation_model,
-        score_ratio=s.score_ratio,
     )
 
 
 def boost_settings(s: RetrievalSettings) -> BoostSettings:
-    return BoostSettings(
-        type_match_boost=s.type_match_boost,
-        tag_match_boost=s.tag_match_boost,
-        always_tier_boost=s.always_tier_boost,
-        length_penalty_chars=s.length_penalty_chars,
-        length_penalty=s.length_penalty,
-        freshness_penalty=s.freshness_penalty,
-    )
+    return same_named(BoostSettings, s)
 
 
 def fallback_weights(s: RetrievalSettings) -> FallbackWeights:
-    return FallbackWeights(
-        coverage=s.fallback_coverage_weight,
-        density=s.fallback_density_weight,
-        path=s.fallback_path_weight,
-        length=s.fallback_length_weight,
-        length_chars=s.fallback_length_chars,
-    )
+    return same_named(FallbackWeights, s, prefix="fallback_")
+
+
+def same_named(cls: type[T], s: RetrievalSettings, prefix: str = "") -> T:
+    """``cls`` with each field taken from the field of ``s`` named ``prefix`` + its own name
+    (a stage's settings that are a slice of ``RetrievalSettings``, named alike)."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    return cls(**{name: getattr(s, prefix + name) for name in names})
 
 
 def today_of(s: RetrievalSettings) -> dt.date:

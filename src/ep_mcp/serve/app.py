@@ -47,7 +47,7 @@ def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None
     """The skills hub when taps are configured or present; None otherwise (or on failure)."""
     home = settings.home
     taps_dir = home / "taps" if home else None
-    has_taps = bool(settings.skills.taps) or bool(
+    has_taps = bool(settings.hub.taps) or bool(
         taps_dir and taps_dir.is_dir() and any(taps_dir.iterdir())
     )
     if not has_taps:
@@ -91,7 +91,7 @@ def open_context(
     if library is None:
         library = open_packs(settings, warming(settings), build=build, lexical_first=lexical_first)
     keys = {rt.slug: rt.config.api_keys for rt in library}
-    ring = KeyRing.build(keys, settings.skills.api_keys, settings.env_keys)
+    ring = KeyRing.build(keys, settings.hub.api_keys, settings.env_keys)
     if settings.server.auth.enabled:  # OAuth: every pack needs a token or its key
         ring = dataclasses.replace(ring, oauth=True)
     log_path = settings.server.query_log_path

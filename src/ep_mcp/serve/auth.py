@@ -6,7 +6,7 @@ neither raise nor leak timing about a stored key.
 
 What a key opens (docs/server.md#security):
 - a pack's key opens that pack only; packs without keys are open to every caller;
-- the skills hub opens with a hub key (`skills.api_keys`, `EP_MCP_HUB_KEY`); with no hub key
+- the skills hub opens with a hub key (`hub.api_keys`, `EP_MCP_HUB_KEY`); with no hub key
   configured it is open only on a server where no pack is keyed — a server that protects any
   pack keeps the hub closed over HTTP until it gets a key of its own.
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import unquote_plus
 
 import anyio
@@ -72,7 +72,34 @@ def header_values(scope: Scope, name: bytes) -> list[str]:
     return [v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == name]
 
 
-class NoStoreMiddleware:
+HeaderEdit = Callable[[int, MutableHeaders], None]  # (status, the response's headers)
+
+
+class ResponseHeadersMiddleware:
+    """Edits the headers of every HTTP response as it starts (``editor`` says how, once per
+    request); lifespan and other scopes pass untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    def editor(self, scope: Scope) -> HeaderEdit:
+        raise NotImplementedError
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        edit = self.editor(scope)
+
+        async def edited(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                edit(message["status"], MutableHeaders(scope=message))
+            await send(message)
+
+        await self.app(scope, receive, edited)
+
+
+class NoStoreMiddleware(ResponseHeadersMiddleware):
     """`Cache-Control: no-store` on every response to a request that carries a credential
     (an `Authorization` header, whatever it holds) and on every 401 and 403.
 
@@ -82,25 +109,15 @@ class NoStoreMiddleware:
     earlier layer set. A refusal is not kept either: the next try with a key must reach us.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def editor(self, scope: Scope) -> HeaderEdit:
         credential = any(k.lower() == b"authorization" for k, _ in scope.get("headers", []))
 
-        async def no_store(message: Message) -> None:
-            if message["type"] == "http.response.start" and (
-                credential or message["status"] in (401, 403)
-            ):
-                headers = MutableHeaders(scope=message)
-                if "no-store" not in headers.get("cache-control", "").lower():
-                    headers["Cache-Control"] = "no-store"
-            await send(message)
+        def no_store(status: int, headers: MutableHeaders) -> None:
+            kept = "no-store" in headers.get("cache-control", "").lower()
+            if (credential or status in (401, 403)) and not kept:
+                headers["Cache-Control"] = "no-store"
 
-        await self.app(scope, receive, no_store)
+        return no_store
 
 
 class ErrorBoundaryMiddleware:

@@ -9,7 +9,9 @@ headers, which cost nothing there.
 from __future__ import annotations
 
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
+
+from ep_mcp.serve.middleware import HeaderEdit, ResponseHeadersMiddleware
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -24,21 +26,13 @@ HEADERS = {
 }
 
 
-class SecurityHeadersMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+class SecurityHeadersMiddleware(ResponseHeadersMiddleware):
+    def editor(self, scope: Scope) -> HeaderEdit:
+        return set_missing
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
 
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                for name, value in HEADERS.items():
-                    if name not in headers:
-                        headers[name] = value
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
+def set_missing(status: int, headers: MutableHeaders) -> None:
+    """The security headers an earlier layer did not set (whatever the status)."""
+    for name, value in HEADERS.items():
+        if name not in headers:
+            headers[name] = value
