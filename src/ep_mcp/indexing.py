@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp.config import Settings
-from ep_mcp.errors import ConfigError, IndexDamagedError
+from ep_mcp.errors import ConfigError
 from ep_mcp.index import diskerrors
 
 
@@ -55,12 +55,7 @@ def update_index(settings: Settings) -> IndexOutcome:
 
     lib = open_library(settings, home, build=False, say_empty=False)
     try:
-        try:
-            built = lib.get().index(reload=False)
-        except IndexDamagedError:  # met while updating: reopening rebuilds it, once
-            lib.close()
-            lib = open_library(settings, home, build=False, say_empty=False)
-            built = lib.get().index(reload=False)
+        built = lib.retry_reopened(lambda rt: rt.index(reload=False))  # damage: rebuilt once
         rt = lib.get()
         warnings = tuple(str(w) for w in rt.pack.warnings)
         wanted = settings.embedding.provider != "none"

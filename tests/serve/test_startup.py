@@ -87,7 +87,7 @@ def test_a_restart_answers_by_its_words_while_the_query_model_loads(tmp_path: Pa
     settings = Settings(packs=(PackSettings(path=pack),), home=tmp_path / "home")
     model = SlowModel()
     model.loaded.set()  # the first start: the index is built with the model's vectors
-    startup.open_packs(settings, QueryEmbeddingCache(model), lexical_first=False).close()
+    startup.open_packs(settings, QueryEmbeddingCache(model), words_first=False).close()
 
     model = SlowModel()  # the restart: its model loads on the warm-up thread
     embedder = QueryEmbeddingCache(model)

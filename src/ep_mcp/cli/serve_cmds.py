@@ -161,7 +161,7 @@ def serve_cmd(
     build: bool | Literal["later"] = "later" if workers == 1 else True
     words_first = None if workers == 1 else False
     opening = startup.in_background(
-        lambda: startup.open_packs(settings, embedder, build=build, lexical_first=words_first),
+        lambda: startup.open_packs(settings, embedder, build=build, words_first=words_first),
         "ep-mcp-open-packs",
     )
     from ep_mcp.serve import app

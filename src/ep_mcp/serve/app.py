@@ -73,12 +73,12 @@ def open_context(
     settings: Settings,
     *,
     build: bool = True,
-    lexical_first: bool | None = None,
+    words_first: bool | None = None,
     child_env: Mapping[str, str] | None = None,
     library: Library | None = None,
 ) -> tuple[ServeContext, KeyRing]:
     """Open the library (unless ``library`` is one already open: `startup.open_packs`), the
-    hub, keys, query log. Indexes are brought up to date words first (``lexical_first``;
+    hub, keys, query log. Indexes are brought up to date words first (``words_first``;
     None: unless embedding is trivial) — the backfill thread adds the vectors while the
     service already answers.
 
@@ -89,7 +89,7 @@ def open_context(
 
     tools()  # load the built-in tools now, before worker threads race to do it
     if library is None:
-        library = open_packs(settings, warming(settings), build=build, lexical_first=lexical_first)
+        library = open_packs(settings, warming(settings), build=build, words_first=words_first)
     keys = {rt.slug: rt.config.api_keys for rt in library}
     ring = KeyRing.build(keys, settings.skills.api_keys, settings.env_keys)
     if settings.server.auth.enabled:  # OAuth: every pack needs a token or its key
@@ -309,7 +309,7 @@ def worker_app(settings: Settings) -> Starlette:
 
     logsafe.configure(settings.server.log_level)  # a spawned worker has no handler yet
     # no backfill here: an index found damaged is rebuilt whole, vectors included
-    serve, ring = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
+    serve, ring = open_context(settings, build=False, words_first=False, child_env=os.environ)
     serve.changes.watched = False  # a worker runs no watcher: no subscriptions offered
 
     @contextlib.asynccontextmanager

@@ -90,10 +90,10 @@ def open_packs(
     embedder: Embedder | None,
     *,
     build: bool | Literal["later"] = True,
-    lexical_first: bool | None = None,
+    words_first: bool | None = None,
 ) -> Library:
     """Open every pack and (``build``) bring its index up to date, words first
-    (``lexical_first``; None: unless embedding is trivial); ``"later"``: leave that to
+    (``words_first``; None: unless embedding is trivial); ``"later"``: leave that to
     `finish`. Say what each pack warns of, and what is still to embed."""
     from ep_mcp.opening import open_library
 
@@ -105,7 +105,7 @@ def open_packs(
         build=build,
         show_progress=None,
         embedder=embedder,
-        lexical_first=lexical_first,
+        words_first=words_first,
     )
     for rt in library:
         for warning in rt.pack.warnings:
