@@ -139,14 +139,14 @@ def _open_pack(
     """Open one pack and update its index; damage met while updating is rebuilt once."""
     version = None
     if settings.index.engine == IndexEngine.POSTGRES and cfg.artifact is not None:
-        from ep_mcp.index.artifact import pack_folder, served_settings
-        from ep_mcp.index.pgindex import published_version
+        from ep_mcp.index.artifact import pack_folder, served_settings  # artifact packs only
+        from ep_mcp.index.pgindex import published_version  # optional dependency: psycopg
 
         folder = pack_folder(cfg.artifact, cfg.slug)
         version = published_version(settings.index, cfg.slug or folder.name)
         cfg = served_settings(cfg, folder / version)  # the pack files of that version
     elif cfg.artifact is not None:  # a published artifact: its current version, read-only
-        from ep_mcp.index.artifact import served_settings
+        from ep_mcp.index.artifact import served_settings  # start-up time: artifact packs only
 
         cfg = served_settings(cfg)
     rt = PackRuntime(

@@ -80,7 +80,7 @@ class PackRuntime:
     def version(self) -> str | None:
         """The published version this pack serves: PostgreSQL's (from an artifact or from the
         pack's own path), or the artifact folder's; None for an index built in place."""
-        from ep_mcp.index.artifact import served_version
+        from ep_mcp.index.artifact import served_version  # start-up time: artifact packs only
 
         return self.store.version or served_version(self.config)
 
@@ -97,7 +97,7 @@ class PackRuntime:
     def _open_index(self) -> ServedIndex:
         """The pack's index: its SQLite file, or its current version on PostgreSQL."""
         if self.settings.index.engine == IndexEngine.POSTGRES:
-            from ep_mcp.index.pgindex import PgIndex
+            from ep_mcp.index.pgindex import PgIndex  # optional dependency: psycopg (postgres)
 
             return PgIndex.open(self.settings.index, self.slug, self.served_version)
         return self._open_owned()

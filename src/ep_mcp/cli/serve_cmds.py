@@ -15,6 +15,7 @@ import click
 from ep_mcp.cli.app import (
     bench,
     config_option,
+    emit_json,
     fail_cleanly,
     index_dir_option,
     json_option,
@@ -41,7 +42,7 @@ def serve_settings(
 ) -> tuple[Settings, bool]:
     """Settings for serving, and whether the bundled example pack is served (zero-config)."""
     zero = not packs and config is None
-    from ep_mcp.packs.loader import example_pack
+    from ep_mcp.packs.loader import example_pack  # start-up time: every command loads this file
 
     chosen = (str(example_pack()),) if zero else packs
     settings = resolve_settings(config, chosen, provider=provider, index_dir=index_dir)
@@ -212,9 +213,8 @@ def bench_serve_cmd(
     as_json: bool,
 ) -> None:
     """Loopback load test: N concurrent clients on /search and on MCP ep_search."""
-    from ep_mcp.bench.serve import render, run_bench
-    from ep_mcp.cli.app import emit_json
-    from ep_mcp.packs.loader import example_pack
+    from ep_mcp.bench.serve import render, run_bench  # start-up time: as above
+    from ep_mcp.packs.loader import example_pack  # start-up time: as above
 
     report = run_bench(
         [Path(p) for p in packs] or [example_pack()],

@@ -18,12 +18,19 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal
 
+from ep_mcp import logsafe
 from ep_mcp.config import ServerSettings, Settings
 from ep_mcp.errors import ConfigError, EpMcpError, ServeError
+from ep_mcp.index.embed.base import query_cost
 from ep_mcp.runtime import Library
+from ep_mcp.serve.artifacts import watching_artifacts
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.mcp_server import ServeContext
+from ep_mcp.serve.backfill import backfilling
+from ep_mcp.serve.mcp_server import ServeContext, build_server
+from ep_mcp.serve.querylog import QueryLog
 from ep_mcp.serve.startup import open_packs, warming
+from ep_mcp.serve.watch import watching
+from ep_mcp.tools.registry import tools
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -52,7 +59,7 @@ def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None
     )
     if not has_taps:
         return None
-    from ep_mcp.hub.hub import SkillHub
+    from ep_mcp.hub.hub import SkillHub  # start-up time: the hub's modules only with taps
 
     try:
         return SkillHub(settings, env)
@@ -64,8 +71,6 @@ def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None
 def cheap_queries(embedder: object) -> bool:
     """True when a query costs only pure-Python work (no embedder, or one that declares its
     queries `trivial`), so the HTTP server runs tool calls on its event loop."""
-    from ep_mcp.index.embed.base import query_cost
-
     return embedder is None or query_cost(embedder) == "trivial"
 
 
@@ -84,9 +89,6 @@ def open_context(
 
     ``settings`` come resolved from the edge (`config_env.resolve_environment`: keys, home,
     provider); ``child_env`` is only the environment of the hub's git, gh and claude."""
-    from ep_mcp.serve.querylog import QueryLog
-    from ep_mcp.tools.registry import tools
-
     tools()  # load the built-in tools now, before worker threads race to do it
     if library is None:
         library = open_packs(settings, warming(settings), build=build, words_first=words_first)
@@ -136,10 +138,6 @@ def run_stdio(serve: ServeContext, watch: bool) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from ep_mcp.serve.backfill import backfilling
-    from ep_mcp.serve.mcp_server import build_server
-    from ep_mcp.serve.watch import watching
-
     server = build_server(serve, sessions=True)  # stdio: one client, one back-channel
 
     async def go() -> None:
@@ -173,7 +171,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _uvicorn_options(server: ServerSettings) -> dict[str, object]:
-    from ep_mcp.serve.protocol import GuardedH11Protocol
+    from ep_mcp.serve.protocol import GuardedH11Protocol  # start-up time: h11, HTTP only
 
     level = server.log_level.lower()
     # head and body in one write (a kill -9 cuts no response); headers within a deadline;
@@ -244,9 +242,7 @@ def run_http(
 ) -> None:
     import uvicorn
 
-    from ep_mcp.serve.backfill import backfilling
-    from ep_mcp.serve.http_app import create_app
-    from ep_mcp.serve.watch import watching
+    from ep_mcp.serve.http_app import create_app  # start-up time: Starlette, HTTP only
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:
@@ -304,8 +300,7 @@ def worker_app(settings: Settings) -> Starlette:
     """The app of one `--workers` process: the same settings, no index build, no watcher."""
     import os
 
-    from ep_mcp import logsafe
-    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.http_app import create_app  # start-up time: Starlette, HTTP only
 
     logsafe.configure(settings.server.log_level)  # a spawned worker has no handler yet
     # no backfill here: an index found damaged is rebuilt whole, vectors included
@@ -322,8 +317,6 @@ def worker_app(settings: Settings) -> Starlette:
 
 def artifacts(serve: ServeContext) -> contextlib.AbstractContextManager[object]:
     """Swap newer published artifacts in while serving (artifact packs only)."""
-    from ep_mcp.serve.artifacts import watching_artifacts
-
     return watching_artifacts(serve.library, serve.library.settings.server.artifact_poll_s)
 
 

@@ -40,7 +40,7 @@ class Backfill:
         self._thread.start()
 
     def stop(self) -> None:
-        from ep_mcp.index.embed.compiled import stop_children
+        from ep_mcp.index.embed.compiled import stop_children  # start-up time: workers skip it
 
         self._stop.set()
         for rt in self.library:  # an embedding run in progress stops at its next batch

@@ -27,7 +27,7 @@ T = TypeVar("T")
 def warm_up(embedder: Embedder) -> None:
     """Load the query model now, so the first client does not wait for it. Queries that come
     meanwhile are answered by their words (`start_warm_up`); from its end on, by both legs."""
-    from ep_mcp.index.buildstate import BuildCancelled
+    from ep_mcp.index.buildstate import BuildCancelled  # start-up time: on the model's thread
 
     loading: threading.Event | None = getattr(embedder, "loading", None)
     model: Embedder = getattr(embedder, "embedder", embedder) if loading is not None else embedder
@@ -47,6 +47,7 @@ def start_warm_up(embedder: Embedder, *, words_meanwhile: bool) -> None:
     process): a local model's queries (the query cache of `make_embedder` in front of it) are
     answered lexically, at once, until it is loaded — a restart's first answer does not wait
     for the model (``mode: lexical``, with a note); else they wait for it (HTTP workers)."""
+    # start-up time (these and all below): nothing heavy before serve's threads start
     from ep_mcp.index.embed.base import query_cost
     from ep_mcp.index.embed.cache import QueryEmbeddingCache
 
@@ -63,7 +64,7 @@ def warming(
     model not compiled yet is compiled by a low-priority child process meanwhile (the words
     are served first: `index.embed.compiled`); ``words_meanwhile``: queries do not wait for
     the load (`start_warm_up`)."""
-    from ep_mcp.index.embed import compiled
+    from ep_mcp.index.embed import compiled  # start-up time: numpy, after serve's first lines
     from ep_mcp.index.embed.factory import make_embedder
 
     embedder = make_embedder(settings)
@@ -95,7 +96,7 @@ def open_packs(
     """Open every pack and (``build``) bring its index up to date, words first
     (``words_first``; None: unless embedding is trivial); ``"later"``: leave that to
     `finish`. Say what each pack warns of, and what is still to embed."""
-    from ep_mcp.opening import open_library
+    from ep_mcp.opening import open_library  # start-up time: the stores, on the packs' thread
 
     if settings.home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
@@ -118,7 +119,7 @@ def open_packs(
 def finish(library: Library) -> None:
     """The start-up build of a library opened with ``build="later"`` (on a thread while the
     server answers); a failure is logged here and answered to every tool call."""
-    from ep_mcp.opening import finish_build
+    from ep_mcp.opening import finish_build  # start-up time: as in open_packs
 
     if library.readiness.done.is_set():
         return  # opened with its build done (or none to do)
@@ -151,7 +152,7 @@ def _say_pending(library: Library) -> None:
 def prepare_tools() -> None:
     """Register the built-in tools and build their argument validators now (importing
     jsonschema is otherwise a noticeable part of the first call)."""
-    from ep_mcp.tools.registry import tools, validator_for
+    from ep_mcp.tools.registry import tools, validator_for  # start-up time: on the build thread
 
     for spec in tools():
         validator_for(spec)
