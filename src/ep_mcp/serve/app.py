@@ -1,8 +1,9 @@
 """Running the service: open what it serves, then run it over stdio or Streamable HTTP.
 
 `open_context` loads the packs (building indexes that need it), the skills hub, the keys and
-the query log; `run` serves them over one transport until the client or a signal ends it. The
-CLI only parses flags into `Settings` and calls these two.
+the query log; `run` serves them over one transport until the client or a signal ends it.
+`serve.lifecycle.serve` calls these two in their order (the CLI only parses flags and calls
+it).
 """
 
 from __future__ import annotations
