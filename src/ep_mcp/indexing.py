@@ -12,9 +12,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ep_mcp import __version__
 from ep_mcp.config import Settings
-from ep_mcp.errors import ConfigError, IndexDamagedError
-from ep_mcp.index import diskerrors
+from ep_mcp.errors import ConfigError
+from ep_mcp.index import diskerrors, fastcheck
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,6 @@ class IndexOutcome:
 
 def update_index(settings: Settings) -> IndexOutcome:
     """Update the index of ``settings.packs[0]`` (settings resolved at the edge)."""
-    from ep_mcp import __version__
-    from ep_mcp.index import fastcheck
-
     started, cpu_started = time.perf_counter(), time.process_time()
     cfg, home = settings.packs[0], settings.home
     if home is None:
@@ -51,16 +49,11 @@ def update_index(settings: Settings) -> IndexOutcome:
             "cpu_seconds": time.process_time() - cpu_started,
         }
         return IndexOutcome(state.slug, state.index, report, tuple(state.warnings))
-    from ep_mcp.opening import open_library  # numpy, the stores, the model: only when building
+    from ep_mcp.opening import open_library  # start-up time: the fast path loads no numpy
 
     lib = open_library(settings, home, build=False, say_empty=False)
     try:
-        try:
-            built = lib.get().index(reload=False)
-        except IndexDamagedError:  # met while updating: reopening rebuilds it, once
-            lib.close()
-            lib = open_library(settings, home, build=False, say_empty=False)
-            built = lib.get().index(reload=False)
+        built = lib.retry_reopened(lambda rt: rt.index(reload=False))  # damage: rebuilt once
         rt = lib.get()
         warnings = tuple(str(w) for w in rt.pack.warnings)
         wanted = settings.embedding.provider != "none"

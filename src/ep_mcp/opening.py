@@ -27,7 +27,7 @@ from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.index.store import Store
 from ep_mcp.packs.loader import empty_pack_message
 from ep_mcp.retrieval.source import LegExecutors
-from ep_mcp.runtime import Library, PackRuntime, Readiness
+from ep_mcp.runtime import Library, PackRuntime, Readiness, retry_reopened
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +39,11 @@ def open_library(
     build: bool | Literal["later"] = True,
     show_progress: bool | None = None,
     embedder: Embedder | str | None = "auto",
-    lexical_first: bool | None = False,
+    words_first: bool | None = False,
     say_empty: bool = True,
 ) -> Library:
     """Load every configured pack, open (and by default update) its index. ``settings`` come
-    resolved from the edge (`config_env.resolve_environment`); ``lexical_first`` leaves new
+    resolved from the edge (`config_env.resolve_environment`); ``words_first`` leaves new
     vectors pending for the server's backfill (serve at once, improve later) — None: when
     embedding costs more than pure-Python work (a model, a remote provider). ``build="later"``
     opens every pack without updating its index: `finish_build` does that (the
@@ -53,7 +53,7 @@ def open_library(
     runtimes: dict[str, PackRuntime] = {}
     lost: list[IndexDamagedError] = []
     _one_index_each(settings.packs)
-    executors, how = LegExecutors.start(), (build, _words_first(emb, lexical_first))
+    executors, how = LegExecutors.start(), (build, _words_first_for(emb, words_first))
     files: dict[tuple[int, int], PackRuntime] = {}
     try:
         for cfg in settings.packs:
@@ -131,21 +131,21 @@ def _open_pack(
     settings: Settings,
     embedder: Embedder | None,
     home: Path,
-    build: tuple[bool | Literal["later"], bool],  # (update the index, lexical first)
+    build: tuple[bool | Literal["later"], bool],  # (update the index, words first)
     show_progress: bool | None,
     executors: LegExecutors,
 ) -> PackRuntime:
     """Open one pack and update its index; damage met while updating is rebuilt once."""
     version = None
     if settings.index.engine == IndexEngine.POSTGRES and cfg.artifact is not None:
-        from ep_mcp.index.artifact import pack_folder, served_settings
-        from ep_mcp.index.pgindex import published_version
+        from ep_mcp.index.artifact import pack_folder, served_settings  # artifact packs only
+        from ep_mcp.index.pgindex import published_version  # optional dependency: psycopg
 
         folder = pack_folder(cfg.artifact, cfg.slug)
         version = published_version(settings.index, cfg.slug or folder.name)
         cfg = served_settings(cfg, folder / version)  # the pack files of that version
     elif cfg.artifact is not None:  # a published artifact: its current version, read-only
-        from ep_mcp.index.artifact import served_settings
+        from ep_mcp.index.artifact import served_settings  # start-up time: artifact packs only
 
         cfg = served_settings(cfg)
     rt = PackRuntime(
@@ -156,34 +156,29 @@ def _open_pack(
     return _index_with_retry(rt, show_progress)
 
 
-def _words_first(embedder: Embedder | None, lexical_first: bool | None) -> bool:
+def _words_first_for(embedder: Embedder | None, words_first: bool | None) -> bool:
     """Commit the words and leave the vectors to the backfill (None: unless embedding is
     trivial, i.e. pure Python)."""
-    return query_cost(embedder) != "trivial" if lexical_first is None else lexical_first
+    return query_cost(embedder) != "trivial" if words_first is None else words_first
 
 
 def _index_with_retry(rt: PackRuntime, show_progress: bool | None) -> PackRuntime:
     """``rt`` (just opened, its pack just read) with its index brought up to date (words
-    first when ``rt.words_first``); an index found damaged meanwhile is marked, closed and
-    reopened (rebuilt) once — the runtime returned is then a new one. A disk that refuses
-    the build's writes (full, read-only) is logged and the previous index keeps answering."""
+    first when ``rt.words_first``); an index found damaged meanwhile is rebuilt once
+    (`retry_reopened`) — the runtime returned is then a new one. A disk that refuses the
+    build's writes (full, read-only) is logged and the previous index keeps answering."""
     if rt.config.read_only:
         return rt
-    try:
-        rt.index(show_progress=show_progress, reload=False, lexical_first=rt.words_first)
-        return rt
-    except DiskFullError as exc:  # the last commit stands: the previous index answers
-        rt.sqlite.writes.note(str(exc))
-        return rt
-    except IndexDamagedError:
-        rt.close()
-    again = rt.reopen()
-    try:
-        again.index(show_progress=show_progress, reload=False, lexical_first=again.words_first)
-    except IndexDamagedError:
-        again.close()
-        raise
-    return again
+
+    def update(runtime: PackRuntime) -> None:
+        try:
+            runtime.index(
+                show_progress=show_progress, reload=False, words_first=runtime.words_first
+            )
+        except DiskFullError as exc:  # the last commit stands: the previous index answers
+            runtime.sqlite.writes.note(str(exc))
+
+    return retry_reopened(rt, update)[0]
 
 
 def finish_build(library: Library) -> None:

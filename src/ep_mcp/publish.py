@@ -20,9 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ep_mcp import __version__
 from ep_mcp.config import IndexEngine, PackSettings, Settings
+from ep_mcp.hub.git import Git
 from ep_mcp.index import artifact
 from ep_mcp.index.artifact import ArtifactError, Manifest
+from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.index.placement import OWNER_KEY
+from ep_mcp.packs import gitfiles
+from ep_mcp.packs.loader import load_pack
+from ep_mcp.retrieval.types import SearchRequest
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +49,6 @@ class Published:
 
 def build_key(settings: Settings, cfg: PackSettings) -> dict[str, Any]:
     """The settings that change what an artifact holds; equal keys + equal content = no-op."""
-    from ep_mcp import __version__
 
     return {
         "ep_mcp_version": __version__,
@@ -68,8 +74,6 @@ def git_commit(root: Path, env: Mapping[str, str]) -> str | None:
     git never runs in the pack: HEAD is read as files and the clean check runs against a
     private git folder (``Git.is_clean``), so nothing the pack's ``.git`` configures executes.
     """
-    from ep_mcp.hub.git import Git
-    from ep_mcp.packs import gitfiles
 
     found = gitfiles.git_dir(root)
     if found is None:
@@ -101,8 +105,6 @@ def _forget_owner(index: Path) -> None:
     its owner; the new build claims it for its own staging folder."""
     import apsw
 
-    from ep_mcp.index.placement import OWNER_KEY
-
     conn = apsw.Connection(str(index))
     try:
         conn.execute("DELETE FROM meta WHERE key=?", (OWNER_KEY,))
@@ -122,8 +124,6 @@ def publish(
     show_progress: bool | None = None,
 ) -> Published:
     """Build the one pack of ``settings`` into ``out/<slug>/<version>`` and make it current."""
-    from ep_mcp import __version__
-    from ep_mcp.packs.loader import load_pack
 
     started = time.perf_counter()
     cfg = settings.packs[0]
@@ -210,9 +210,7 @@ def _build(
 ) -> tuple[int, dict[str, Any], list[str]]:
     """Index the snapshot in ``staging``; query once so the file profiles' vectors are cached
     in the index (replicas open it read-only and would embed them on every start)."""
-    from ep_mcp.index.embed.factory import make_embedder
-    from ep_mcp.retrieval.types import SearchRequest
-    from ep_mcp.runtime import PackRuntime
+    from ep_mcp.runtime import PackRuntime  # start-up time: numpy; check_location needs none
 
     assert settings.home is not None
     local = dataclasses.replace(

@@ -10,10 +10,10 @@ import dataclasses
 import functools
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ep_mcp.config import IndexEngine, PackSettings, Settings
 from ep_mcp.errors import (
@@ -48,6 +48,7 @@ from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView, pack_view
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -85,7 +86,7 @@ class PackRuntime:
     def version(self) -> str | None:
         """The published version this pack serves: PostgreSQL's (from an artifact or from the
         pack's own path), or the artifact folder's; None for an index built in place."""
-        from ep_mcp.index.artifact import served_version
+        from ep_mcp.index.artifact import served_version  # start-up time: artifact packs only
 
         return self.store.version or served_version(self.config)
 
@@ -102,7 +103,7 @@ class PackRuntime:
     def _open_index(self) -> ServedIndex:
         """The pack's index: its SQLite file, or its current version on PostgreSQL."""
         if self.settings.index.engine == IndexEngine.POSTGRES:
-            from ep_mcp.index.pgindex import PgIndex
+            from ep_mcp.index.pgindex import PgIndex  # optional dependency: psycopg (postgres)
 
             return PgIndex.open(self.settings.index, self.slug, self.served_version)
         return self._open_owned()
@@ -143,7 +144,7 @@ class PackRuntime:
         cache lived in the damaged file, so they would all be computed before serving)."""
         store = Store(path, vector_engine=self.settings.index.vector_engine)
         try:
-            return self._update(self.pack, None, store, later=self.words_first)
+            return self._update(self.pack, None, store, words_first=self.words_first)
         finally:
             store.close()
 
@@ -173,10 +174,10 @@ class PackRuntime:
         )
 
     def index(
-        self, show_progress: bool | None = None, *, reload: bool = True, lexical_first: bool = False
+        self, show_progress: bool | None = None, *, reload: bool = True, words_first: bool = False
     ) -> BuildReport:
         """Bring the index up to date with the pack on disk (re-reads the folder unless told not
-        to, e.g. right after opening), then serve the new files. ``lexical_first`` commits the
+        to, e.g. right after opening), then serve the new files. ``words_first`` commits the
         words now and leaves the new vectors pending, for ``backfill`` to compute."""
         with self._lock:
             if self.config.read_only:
@@ -185,7 +186,7 @@ class PackRuntime:
                 )
             pack = self._load() if reload else self.pack
             try:
-                report = self._update(pack, show_progress, later=lexical_first)
+                report = self._update(pack, show_progress, words_first=words_first)
             except integrity.DAMAGE_ERRORS as exc:
                 raise self._damaged(exc) from exc
             except diskerrors.SQLITE_DISK_ERRORS as exc:  # the last commit stands: not damage
@@ -233,7 +234,7 @@ class PackRuntime:
         return vector
 
     def _update(
-        self, pack: Pack, show: bool | None, store: Store | None = None, later: bool = False
+        self, pack: Pack, show: bool | None, store: Store | None = None, words_first: bool = False
     ) -> BuildReport:
         """Build with the embedder. If the provider fails, the build still commits lexically,
         keeps every stored vector and marks the rest pending (the next build embeds them)."""
@@ -247,7 +248,7 @@ class PackRuntime:
             window_overlap=window_overlap(self.settings.index),
             show_progress=show,
             on_embedding_error="defer",
-            lexical_first=later,
+            words_first=words_first,
             observer=self.building.observe,
         )
 
@@ -345,6 +346,24 @@ class PackRuntime:
             self._own_executors.close()
 
 
+def retry_reopened(rt: PackRuntime, work: Callable[[PackRuntime], T]) -> tuple[PackRuntime, T]:
+    """``work(rt)``, done once more on a reopened runtime when it meets a damaged index (the
+    runtime has marked it, so reopening rebuilds it): the one damaged-index retry of the
+    start-up build, `ep-mcp index` and `ep-mcp search`. Returns the runtime that did the work
+    — a new one after a retry, ``rt`` then closed — and its result; damage met again closes
+    the new runtime and is raised."""
+    try:
+        return rt, work(rt)
+    except IndexDamagedError:
+        rt.close()
+    again = rt.reopen()
+    try:
+        return again, work(again)
+    except IndexDamagedError:
+        again.close()
+        raise
+
+
 def _embeds_now(cache: object) -> bool:
     """Whether the query is embedded before the packs are searched: not while the model loads
     behind the start (each pack then answers lexically, with the note)."""
@@ -418,6 +437,17 @@ class Library:
         """The same library showing only the ``allowed`` packs (what one caller may see)."""
         shown = {s: rt for s, rt in self.runtimes.items() if s in allowed}
         return Library(self.settings, shown, self.embedder, readiness=self.readiness)
+
+    def retry_reopened(self, work: Callable[[PackRuntime], T], slug: str | None = None) -> T:
+        """``work`` on the pack ``slug`` (`get`), retried once on its reopened runtime when it
+        meets a damaged index (`retry_reopened`); the library then serves the new runtime."""
+
+        def served(rt: PackRuntime) -> T:
+            if self.runtimes.get(rt.slug) is not rt:
+                self.runtimes = {**self.runtimes, rt.slug: rt}
+            return work(rt)
+
+        return retry_reopened(self.get(slug), served)[1]
 
     def search_all(self, request: SearchRequest, rule: ScoreRule | None = None) -> MergedResult:
         """Every pack of this library searched (overlapping on the runtimes' pack threads) and

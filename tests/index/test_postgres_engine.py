@@ -443,7 +443,7 @@ def test_packs_names_the_version_a_pack_served_from_its_path_serves_on_postgres(
     data = {"packs": [{"path": str(garden["pack"])}]}
     index = {"engine": "postgres", "dsn": garden["dsn"]}
     settings = settings_for(garden["home"], "hashing", index=index, **data)
-    serve, _ = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
+    serve, _ = open_context(settings, build=False, words_first=False, child_env=os.environ)
     served = serve.library.get("garden").store.version
     assert served is not None
     app = create_app(serve, settings.server, KeyRing())

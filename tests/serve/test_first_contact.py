@@ -30,7 +30,7 @@ async def status(c: Client, slug: str) -> dict[str, Any]:
 def test_a_fresh_pack_answers_lexically_at_once_and_hybrid_after_the_backfill(
     fresh_packs: dict[str, Path], settings_for: Any
 ) -> None:
-    serve, _ = open_context(settings_for(fresh_packs), lexical_first=True)
+    serve, _ = open_context(settings_for(fresh_packs), words_first=True)
     try:
         server = build_server(serve)
 
@@ -64,7 +64,7 @@ def test_a_fresh_pack_answers_lexically_at_once_and_hybrid_after_the_backfill(
 def test_while_the_vectors_are_computed_answers_say_so_and_health_shows_the_progress(
     fresh_packs: dict[str, Path], settings_for: Any
 ) -> None:
-    serve, _ = open_context(settings_for(fresh_packs), lexical_first=True)
+    serve, _ = open_context(settings_for(fresh_packs), words_first=True)
     try:
         rt = serve.library.get("beta")
         app = create_app(serve, serve.library.settings.server, KeyRing.build({}, {}, ()))

@@ -140,7 +140,7 @@ class HeldEmbedder(HashingEmbedder):
 
 
 def _words_first(settings: Settings, embedder: HeldEmbedder) -> Library:
-    return startup.open_packs(settings, embedder, build=True, lexical_first=True)
+    return startup.open_packs(settings, embedder, build=True, words_first=True)
 
 
 def _health(serve: ServeContext) -> dict[str, Any]:

@@ -34,13 +34,54 @@ def test_work_in_the_background_hands_back_its_result_or_its_error() -> None:
         startup.in_background(fail, "ep-mcp-test").result(timeout=10)
 
 
-def test_the_startup_module_does_not_import_the_mcp_sdk() -> None:
-    """Its point is to start work before that import: importing it must not trigger it."""
+@pytest.mark.parametrize("module", ["ep_mcp.serve.startup", "ep_mcp.serve.lifecycle"])
+def test_the_startup_modules_do_not_import_the_mcp_sdk(module: str) -> None:
+    """Their point is to start work before that import: importing them must not trigger it."""
     import subprocess
 
-    code = "import sys, ep_mcp.serve.startup; print('mcp' in sys.modules)"
+    code = f"import sys, {module}; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+SERVE_PROBE = """
+import dataclasses, sys
+from pathlib import Path
+from ep_mcp.config import load_settings
+from ep_mcp.serve import lifecycle, startup
+seen = []
+real = startup.in_background
+def watched(work, name):
+    seen.append((name, "mcp" in sys.modules))
+    return real(work, name)
+startup.in_background = watched
+data = {"packs": [{"path": sys.argv[1]}], "embedding": {"provider": "none"}}
+settings = dataclasses.replace(load_settings(data=data), home=Path(sys.argv[2]))
+lifecycle.serve(settings, "stdio", watch=False, workers=1)  # stdin at its end: the client left
+seen.append(("stopped", "mcp" in sys.modules))
+print(seen)
+"""
+
+
+def test_serve_starts_opening_the_packs_before_it_imports_the_mcp_sdk(tmp_path: Path) -> None:
+    """`lifecycle.serve` over stdio, in a fresh interpreter: the packs open on their thread
+    before the SDK is imported (it imports beside them), the build thread starts after."""
+    import subprocess
+
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "a.md").write_text("# Zebras\n\nZebras graze on the savanna.\n", encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, "-c", SERVE_PROBE, str(pack), str(tmp_path / "home")],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert out.stdout.strip().splitlines()[-1] == str(
+        [("ep-mcp-open-packs", False), ("ep-mcp-index", True), ("stopped", True)]
+    )
 
 
 def test_packs_open_indexed_and_tools_get_their_validators(
@@ -87,7 +128,7 @@ def test_a_restart_answers_by_its_words_while_the_query_model_loads(tmp_path: Pa
     settings = Settings(packs=(PackSettings(path=pack),), home=tmp_path / "home")
     model = SlowModel()
     model.loaded.set()  # the first start: the index is built with the model's vectors
-    startup.open_packs(settings, QueryEmbeddingCache(model), lexical_first=False).close()
+    startup.open_packs(settings, QueryEmbeddingCache(model), words_first=False).close()
 
     model = SlowModel()  # the restart: its model loads on the warm-up thread
     embedder = QueryEmbeddingCache(model)

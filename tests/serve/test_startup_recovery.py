@@ -39,9 +39,7 @@ def test_a_damaged_index_met_on_opening_is_rebuilt_without_embedding_then_backfi
     embedder = Counting(64)
     path = damaged_beta(fresh_packs, settings, embedder)
     embedder.documents = 0
-    lib = open_library(
-        settings, settings.home, embedder=embedder, build="later", lexical_first=True
-    )
+    lib = open_library(settings, settings.home, embedder=embedder, build="later", words_first=True)
     try:
         rt = lib.get("beta")
         counts = rt.store.counts()

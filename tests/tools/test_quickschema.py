@@ -81,7 +81,7 @@ def test_anything_else_is_left_to_jsonschema(args: dict[str, Any]) -> None:
     assert not conforms({"type": "object", "pattern": "x"}, {})  # an unknown keyword
 
 
-def test_a_lexical_first_answer_does_not_import_jsonschema(tmp_path: Path) -> None:
+def test_a_words_first_answer_does_not_import_jsonschema(tmp_path: Path) -> None:
     pack = tmp_path / "pack"
     pack.mkdir()
     (pack / "a.md").write_text("# Zebras\n\nZebras graze on the savanna.\n", encoding="utf-8")

@@ -49,7 +49,7 @@ def measure(started: float, pack: str, index_dir: str, query: str) -> dict[str, 
     packs = (PackSettings(path=Path(pack).resolve(), index_dir=Path(index_dir)),)
     settings = resolve_environment(Settings(packs=packs), dict(os.environ))
     embedder = startup.warming(settings, words_meanwhile=True)  # as one `serve` process
-    library = startup.open_packs(settings, embedder, build="later", lexical_first=None)
+    library = startup.open_packs(settings, embedder, build="later", words_first=None)
     startup.finish(library)
     mark("ready")
     try:

@@ -24,7 +24,7 @@ from ep_mcp.cli.app import (
     warn,
 )
 from ep_mcp.config import PackSettings, Settings
-from ep_mcp.errors import IndexDamagedError, PackError
+from ep_mcp.errors import PackError
 from ep_mcp.logsafe import one_line
 from ep_mcp.retrieval.types import MAX_RESULTS, out_of_range
 
@@ -266,14 +266,10 @@ def search_cmd(
         args["tags"] = list(tag_list)
     validate_arguments(get_tool("ep_search"), args)  # refused before the index is brought up
     SearchRequest.from_args(args)
-    lib, rt = _open_one(pack, provider, index_dir, config=config)
+    lib, _ = _open_one(pack, provider, index_dir, config=config)
     try:
-        try:
-            result = _search(lib, args, explain)
-        except IndexDamagedError:  # met mid-query: reopening rebuilds it, once
-            lib.close()
-            lib, rt = _open_one(pack, provider, index_dir, config=config)
-            result = _search(lib, args, explain)
+        result = lib.retry_reopened(lambda _: _search(lib, args, explain))  # damage: once more
+        rt = lib.get()
         from ep_mcp.reading import filter_warnings
 
         for warning in filter_warnings(rt.pack, type_, tag_list):

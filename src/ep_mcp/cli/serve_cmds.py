@@ -5,16 +5,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import click
 
 from ep_mcp.cli.app import (
     bench,
     config_option,
+    emit_json,
     fail_cleanly,
     index_dir_option,
     json_option,
@@ -41,7 +42,7 @@ def serve_settings(
 ) -> tuple[Settings, bool]:
     """Settings for serving, and whether the bundled example pack is served (zero-config)."""
     zero = not packs and config is None
-    from ep_mcp.packs.loader import example_pack
+    from ep_mcp.packs.loader import example_pack  # start-up time: every command loads this file
 
     chosen = (str(example_pack()),) if zero else packs
     settings = resolve_settings(config, chosen, provider=provider, index_dir=index_dir)
@@ -136,7 +137,7 @@ def serve_cmd(
 
     With no PACK and no --config, the bundled example pack (ep-mcp's own docs) is served.
     """
-    from ep_mcp.serve import startup
+    from ep_mcp.serve.lifecycle import serve  # start-up time: other commands never load it
 
     settings, zero = serve_settings(
         config, packs, provider=provider, index_dir=index_dir, host=host, port=port
@@ -149,65 +150,30 @@ def serve_cmd(
         workers = default_workers(chosen, watching, example=zero)
     else:
         watching = settings.server.watch and not zero and workers == 1 if watch is None else watch
-    # The port first: a busy one is said before anything is built.
-    sock = app_bind(settings) if chosen == "http" else None
-    # The model loads and the packs open while the MCP SDK imports. One process then answers
-    # at once and builds the indexes on a thread (tools wait for it: Library.readiness),
-    # words first: its backfill thread adds the vectors; a model never compiled on this home
-    # is compiled behind that, by a low-priority child; queries are answered by their words
-    # until the model is loaded. Workers have no backfill: their parent builds whole (vectors
-    # included) before they start.
-    embedder = startup.warming(settings, behind=workers == 1, words_meanwhile=workers == 1)
-    build: bool | Literal["later"] = "later" if workers == 1 else True
-    words_first = None if workers == 1 else False
-    opening = startup.in_background(
-        lambda: startup.open_packs(settings, embedder, build=build, lexical_first=words_first),
-        "ep-mcp-open-packs",
-    )
-    from ep_mcp.serve import app
-
     if chosen == "stdio" and sys.stdin.isatty():
         click.echo(
             "ep-mcp: speaking MCP over stdio, for a desktop host to launch — to serve HTTP, "
             "add `--transport http`",
             err=True,
         )
-    serve, ring = app.open_context(settings, child_env=os.environ, library=opening.result())
 
-    def finish() -> None:
-        startup.finish(serve.library)
-        startup.prepare_tools()
-
-    starting = startup.in_background(finish, "ep-mcp-index")
-
-    def announce(url: str) -> None:
+    def announce(url: str, slugs: Sequence[str]) -> None:
         click.echo(
-            f"ep-mcp: serving {', '.join(serve.library.slugs())} on {url} "
+            f"ep-mcp: serving {', '.join(slugs)} on {url} "
             "(MCP at /mcp and /packs/{slug}/mcp, search at /search)",
             err=True,
         )
 
     try:
-        with app.closing(serve, starting):
-            app.run(
-                serve,
-                ring,
-                settings,
-                "http" if chosen == "http" else "stdio",
-                watch=watching,
-                workers=workers,
-                on_ready=announce,
-                sock=sock,
-            )
+        serve(
+            settings,
+            "http" if chosen == "http" else "stdio",
+            watch=watching,
+            workers=workers,
+            announce=announce,
+        )
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM over stdio: a requested stop, as over HTTP
         click.echo("ep-mcp: stopped", err=True)
-
-
-def app_bind(settings: Settings) -> socket.socket:
-    """The HTTP listening socket, bound now (one clear error when the port is taken)."""
-    from ep_mcp.serve.app import bind
-
-    return bind(settings.server.host, settings.server.port)
 
 
 @bench.command("serve")
@@ -247,9 +213,8 @@ def bench_serve_cmd(
     as_json: bool,
 ) -> None:
     """Loopback load test: N concurrent clients on /search and on MCP ep_search."""
-    from ep_mcp.bench.serve import render, run_bench
-    from ep_mcp.cli.app import emit_json
-    from ep_mcp.packs.loader import example_pack
+    from ep_mcp.bench.serve import render, run_bench  # start-up time: as above
+    from ep_mcp.packs.loader import example_pack  # start-up time: as above
 
     report = run_bench(
         [Path(p) for p in packs] or [example_pack()],

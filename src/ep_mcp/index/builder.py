@@ -234,7 +234,7 @@ def build_index(
     prefix_template: str = "",
     show_progress: bool | None = None,
     on_embedding_error: Literal["raise", "defer"] = "raise",
-    lexical_first: bool = False,
+    words_first: bool = False,
     observer: Observer | None = None,
     window_overlap: int | None = None,
 ) -> BuildReport:
@@ -242,7 +242,7 @@ def build_index(
 
     ``on_embedding_error="defer"``: a provider failure does not stop the build — chunks left
     without a vector are marked pending (see the module docstring); otherwise it propagates.
-    ``lexical_first``: embed nothing now — vectors already in the embedding cache are used,
+    ``words_first``: embed nothing now — vectors already in the embedding cache are used,
     every other chunk is committed pending, for a later build (the server's backfill) to
     embed. ``observer`` hears (done, total) of the embedding as it goes.
     ``window_overlap``: word-pieces shared by the embedding windows of a chunk longer than the
@@ -251,7 +251,7 @@ def build_index(
     """
     started, cpu_started = time.perf_counter(), time.process_time()
     counter, count_tokens = count_tokens, _memo(count_tokens)
-    if embedder is not None and not lexical_first:
+    if embedder is not None and not words_first:
         settle(embedder)  # vectors will be made: the model is the one the features name
     features = features_for(embedder, max_tokens, prefix_template, window_overlap)
     spec = window_spec(embedder, window_overlap)
@@ -273,12 +273,12 @@ def build_index(
     }
     all_chunks = [c for d in changed for c in chunked[d.path]]
     _count_at_once(counter, count_tokens, [c.text for c in all_chunks])  # the split files' parts
-    waiting = [] if rebuild or embedder is None or lexical_first else store.pending_texts()
+    waiting = [] if rebuild or embedder is None or words_first else store.pending_texts()
     vectors: dict[str, npt.NDArray[np.float32]] = {}
     computed = 0
     error: EmbeddingError | None = None
     plans = embedding_plans(embedder, spec, waiting, all_chunks, count_tokens)
-    if embedder is not None and lexical_first and all_chunks:
+    if embedder is not None and words_first and all_chunks:
         keys = sorted({cache_key(embedder, t) for c in all_chunks for t in plans.chunk(c)})
         vectors = store.cached_vectors(keys)
     elif embedder is not None and (all_chunks or waiting):
@@ -356,7 +356,7 @@ def build_index(
             report.repaired,
             report.repaired_files,
         )
-    if pending and lexical_first:
+    if pending and words_first:
         logger.info("%s: %d chunk(s) indexed lexically, to be embedded next", pack.slug, pending)
     elif pending:
         logger.warning(

@@ -1,8 +1,9 @@
 """Running the service: open what it serves, then run it over stdio or Streamable HTTP.
 
 `open_context` loads the packs (building indexes that need it), the skills hub, the keys and
-the query log; `run` serves them over one transport until the client or a signal ends it. The
-CLI only parses flags into `Settings` and calls these two.
+the query log; `run` serves them over one transport until the client or a signal ends it.
+`serve.lifecycle.serve` calls these two in their order (the CLI only parses flags and calls
+it).
 """
 
 from __future__ import annotations
@@ -18,12 +19,19 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal
 
+from ep_mcp import logsafe
 from ep_mcp.config import ServerSettings, Settings
 from ep_mcp.errors import ConfigError, EpMcpError, ServeError
+from ep_mcp.index.embed.base import query_cost
 from ep_mcp.runtime import Library
+from ep_mcp.serve.artifacts import watching_artifacts
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.mcp_server import ServeContext
+from ep_mcp.serve.backfill import backfilling
+from ep_mcp.serve.mcp_server import ServeContext, build_server
+from ep_mcp.serve.querylog import QueryLog
 from ep_mcp.serve.startup import open_packs, warming
+from ep_mcp.serve.watch import watching
+from ep_mcp.tools.registry import tools
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -52,7 +60,7 @@ def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None
     )
     if not has_taps:
         return None
-    from ep_mcp.hub.hub import SkillHub
+    from ep_mcp.hub.hub import SkillHub  # start-up time: the hub's modules only with taps
 
     try:
         return SkillHub(settings, env)
@@ -64,8 +72,6 @@ def hub_if_tapped(settings: Settings, env: Mapping[str, str]) -> SkillHub | None
 def cheap_queries(embedder: object) -> bool:
     """True when a query costs only pure-Python work (no embedder, or one that declares its
     queries `trivial`), so the HTTP server runs tool calls on its event loop."""
-    from ep_mcp.index.embed.base import query_cost
-
     return embedder is None or query_cost(embedder) == "trivial"
 
 
@@ -73,23 +79,20 @@ def open_context(
     settings: Settings,
     *,
     build: bool = True,
-    lexical_first: bool | None = None,
+    words_first: bool | None = None,
     child_env: Mapping[str, str] | None = None,
     library: Library | None = None,
 ) -> tuple[ServeContext, KeyRing]:
     """Open the library (unless ``library`` is one already open: `startup.open_packs`), the
-    hub, keys, query log. Indexes are brought up to date words first (``lexical_first``;
+    hub, keys, query log. Indexes are brought up to date words first (``words_first``;
     None: unless embedding is trivial) — the backfill thread adds the vectors while the
     service already answers.
 
     ``settings`` come resolved from the edge (`config_env.resolve_environment`: keys, home,
     provider); ``child_env`` is only the environment of the hub's git, gh and claude."""
-    from ep_mcp.serve.querylog import QueryLog
-    from ep_mcp.tools.registry import tools
-
     tools()  # load the built-in tools now, before worker threads race to do it
     if library is None:
-        library = open_packs(settings, warming(settings), build=build, lexical_first=lexical_first)
+        library = open_packs(settings, warming(settings), build=build, words_first=words_first)
     keys = {rt.slug: rt.config.api_keys for rt in library}
     ring = KeyRing.build(keys, settings.hub.api_keys, settings.env_keys)
     if settings.server.auth.enabled:  # OAuth: every pack needs a token or its key
@@ -136,10 +139,6 @@ def run_stdio(serve: ServeContext, watch: bool) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from ep_mcp.serve.backfill import backfilling
-    from ep_mcp.serve.mcp_server import build_server
-    from ep_mcp.serve.watch import watching
-
     server = build_server(serve, sessions=True)  # stdio: one client, one back-channel
 
     async def go() -> None:
@@ -173,7 +172,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _uvicorn_options(server: ServerSettings) -> dict[str, object]:
-    from ep_mcp.serve.protocol import GuardedH11Protocol
+    from ep_mcp.serve.protocol import GuardedH11Protocol  # start-up time: h11, HTTP only
 
     level = server.log_level.lower()
     # head and body in one write (a kill -9 cuts no response); headers within a deadline;
@@ -244,9 +243,7 @@ def run_http(
 ) -> None:
     import uvicorn
 
-    from ep_mcp.serve.backfill import backfilling
-    from ep_mcp.serve.http_app import create_app
-    from ep_mcp.serve.watch import watching
+    from ep_mcp.serve.http_app import create_app  # start-up time: Starlette, HTTP only
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:
@@ -304,12 +301,11 @@ def worker_app(settings: Settings) -> Starlette:
     """The app of one `--workers` process: the same settings, no index build, no watcher."""
     import os
 
-    from ep_mcp import logsafe
-    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.http_app import create_app  # start-up time: Starlette, HTTP only
 
     logsafe.configure(settings.server.log_level)  # a spawned worker has no handler yet
     # no backfill here: an index found damaged is rebuilt whole, vectors included
-    serve, ring = open_context(settings, build=False, lexical_first=False, child_env=os.environ)
+    serve, ring = open_context(settings, build=False, words_first=False, child_env=os.environ)
     serve.changes.watched = False  # a worker runs no watcher: no subscriptions offered
 
     @contextlib.asynccontextmanager
@@ -322,8 +318,6 @@ def worker_app(settings: Settings) -> Starlette:
 
 def artifacts(serve: ServeContext) -> contextlib.AbstractContextManager[object]:
     """Swap newer published artifacts in while serving (artifact packs only)."""
-    from ep_mcp.serve.artifacts import watching_artifacts
-
     return watching_artifacts(serve.library, serve.library.settings.server.artifact_poll_s)
 
 

@@ -25,6 +25,7 @@ from ep_mcp.config import IndexEngine
 from ep_mcp.errors import EpMcpError
 from ep_mcp.index import artifact
 from ep_mcp.retrieval.source import ServedIndex
+from ep_mcp.retrieval.types import SearchRequest
 from ep_mcp.runtime import Library, PackRuntime
 
 logger = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ class ArtifactWatcher:
         """The version ``rt`` should serve and its folder (None: the one it serves)."""
         folder = artifact.pack_folder(rt.config.artifact, rt.slug) if rt.config.artifact else None
         if self._postgres:
-            from ep_mcp.index.pgindex import current_version
+            from ep_mcp.index.pgindex import current_version  # optional dependency: psycopg
 
             name = current_version(self.library.settings.index, rt.slug)
             if name is None or name == rt.store.version:
@@ -144,8 +145,6 @@ class ArtifactWatcher:
 
     def _open(self, rt: PackRuntime, name: str, version_dir: Path | None) -> PackRuntime:
         """The new version opened and warmed up beside the old one (which keeps serving)."""
-        from ep_mcp.retrieval.types import SearchRequest
-
         cfg = artifact.served_settings(rt.config, version_dir) if version_dir else rt.config
         lib = self.library
         assert lib.settings.home is not None

@@ -1,7 +1,7 @@
 """Background backfill: embed the chunks a build left pending, as soon as the server is up.
 
 The server's own start-up build commits lexically and leaves every new vector pending
-(``lexical_first``), so it answers at once; this thread then embeds them and the pack turns
+(``words_first``), so it answers at once; this thread then embeds them and the pack turns
 hybrid when all are in (one write). A build that loses its embedding provider also commits
 lexically and marks the chunks without a vector pending. While serving, this daemon thread
 runs once at start, then looks every
@@ -40,7 +40,7 @@ class Backfill:
         self._thread.start()
 
     def stop(self) -> None:
-        from ep_mcp.index.embed.compiled import stop_children
+        from ep_mcp.index.embed.compiled import stop_children  # start-up time: workers skip it
 
         self._stop.set()
         for rt in self.library:  # an embedding run in progress stops at its next batch

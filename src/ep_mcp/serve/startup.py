@@ -38,7 +38,7 @@ def warm_up(embedder: Embedder, after: threading.Event | None = None) -> None:
     """Load the query model now, so the first client does not wait for it. Queries that come
     meanwhile are answered by their words (`start_warm_up`); from its end on, by both legs.
     ``after``: wait for it first (the packs opening; at most ``OPEN_FIRST_S``)."""
-    from ep_mcp.index.buildstate import BuildCancelled
+    from ep_mcp.index.buildstate import BuildCancelled  # start-up time: on the model's thread
 
     if after is not None:
         after.wait(timeout=OPEN_FIRST_S)
@@ -62,6 +62,7 @@ def start_warm_up(embedder: Embedder, *, words_meanwhile: bool, after_open: bool
     for the model (``mode: lexical``, with a note); else they wait for it (HTTP workers).
     ``after_open`` (with ``words_meanwhile``): the load begins once `open_packs` has opened
     the packs for this embedder."""
+    # start-up time (these and all below): nothing heavy before serve's threads start
     from ep_mcp.index.embed.base import query_cost
     from ep_mcp.index.embed.cache import QueryEmbeddingCache
 
@@ -83,7 +84,7 @@ def warming(
     model not compiled yet is compiled by a low-priority child process meanwhile (the words
     are served first: `index.embed.compiled`); ``words_meanwhile``: queries do not wait for
     the load (`start_warm_up`)."""
-    from ep_mcp.index.embed import compiled
+    from ep_mcp.index.embed import compiled  # start-up time: numpy, after serve's first lines
     from ep_mcp.index.embed.factory import make_embedder
 
     embedder = make_embedder(settings)
@@ -110,12 +111,12 @@ def open_packs(
     embedder: Embedder | None,
     *,
     build: bool | Literal["later"] = True,
-    lexical_first: bool | None = None,
+    words_first: bool | None = None,
 ) -> Library:
     """Open every pack and (``build``) bring its index up to date, words first
-    (``lexical_first``; None: unless embedding is trivial); ``"later"``: leave that to
+    (``words_first``; None: unless embedding is trivial); ``"later"``: leave that to
     `finish`. Say what each pack warns of, and what is still to embed."""
-    from ep_mcp.opening import open_library
+    from ep_mcp.opening import open_library  # start-up time: the stores, on the packs' thread
 
     if settings.home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
@@ -126,7 +127,7 @@ def open_packs(
             build=build,
             show_progress=None,
             embedder=embedder,
-            lexical_first=lexical_first,
+            words_first=words_first,
         )
     finally:  # opened, or failed to: the model's load may begin (`start_warm_up`)
         opened = _OPENING.pop(embedder, None) if embedder is not None else None
@@ -143,7 +144,7 @@ def open_packs(
 def finish(library: Library) -> None:
     """The start-up build of a library opened with ``build="later"`` (on a thread while the
     server answers); a failure is logged here and answered to every tool call."""
-    from ep_mcp.opening import finish_build
+    from ep_mcp.opening import finish_build  # start-up time: as in open_packs
 
     if library.readiness.done.is_set():
         return  # opened with its build done (or none to do)
@@ -176,7 +177,7 @@ def _say_pending(library: Library) -> None:
 def prepare_tools() -> None:
     """Register the built-in tools and build their argument validators now (importing
     jsonschema is otherwise a noticeable part of the first call)."""
-    from ep_mcp.tools.registry import tools, validator_for
+    from ep_mcp.tools.registry import tools, validator_for  # start-up time: on the build thread
 
     for spec in tools():
         validator_for(spec)

@@ -1,4 +1,4 @@
-"""A lexical-first build commits the words at once and leaves the vectors to a later build."""
+"""A words-first build commits the words at once and leaves the vectors to a later build."""
 
 from __future__ import annotations
 
@@ -30,13 +30,13 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def test_a_lexical_first_build_embeds_nothing_answers_by_words_and_the_next_build_embeds_all(
+def test_a_words_first_build_embeds_nothing_answers_by_words_and_the_next_build_embeds_all(
     make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
 ) -> None:
     pack = load_pack(make_pack(PACK))
     store = Store(tmp_path / "i.sqlite")
     embedder = Counting()
-    first = build_index(pack, store, embedder, words, lexical_first=True)
+    first = build_index(pack, store, embedder, words, words_first=True)
     assert embedder.documents == 0
     assert first.chunks == first.pending == 2 and first.embedded == 0
     assert not store.has_vectors()
@@ -49,7 +49,7 @@ def test_a_lexical_first_build_embeds_nothing_answers_by_words_and_the_next_buil
     store.close()
 
 
-def test_a_lexical_first_build_takes_what_the_embedding_cache_has_and_leaves_only_new_text(
+def test_a_words_first_build_takes_what_the_embedding_cache_has_and_leaves_only_new_text(
     make_pack: Callable[[dict[str, str]], Path], tmp_path: Path
 ) -> None:
     root = make_pack(PACK)
@@ -58,9 +58,7 @@ def test_a_lexical_first_build_takes_what_the_embedding_cache_has_and_leaves_onl
     (root / "salt.md").write_text("# Salt\n\nSea salt dries in pans. Flakes form.\n")
     embedder = Counting()
     # a settings change forces a full rebuild: lava's text is unchanged, its vector is cached
-    report = build_index(
-        load_pack(root), store, embedder, words, max_tokens=900, lexical_first=True
-    )
+    report = build_index(load_pack(root), store, embedder, words, max_tokens=900, words_first=True)
     assert report.rebuilt and report.chunks == 2
     assert report.pending == 1 and embedder.documents == 0  # only the edited text waits
     assert store.has_vectors()
