@@ -120,7 +120,8 @@ def test_the_mcp_server_lists_the_hub_tools_and_renders_failures_as_is_error(
 ) -> None:
     from ep_mcp.config import Settings
     from ep_mcp.runtime import Library
-    from ep_mcp.serve.mcp_server import PackScope, ServeContext, full_access, run_tool, tool_specs
+    from ep_mcp.serve.context import PackScope, ServeContext, full_access
+    from ep_mcp.serve.mcp_server import run_tool, tool_specs
 
     from .helpers import env_with_path
 

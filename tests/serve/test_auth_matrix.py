@@ -22,8 +22,8 @@ import pytest
 
 from ep_mcp.config import HubSettings, TapSettings, load_settings
 from ep_mcp.serve.auth import KeyRing
+from ep_mcp.serve.context import ServeContext
 from ep_mcp.serve.http_app import create_app
-from ep_mcp.serve.mcp_server import ServeContext
 
 ALPHA_MARKERS = (
     "Routing moves packets",

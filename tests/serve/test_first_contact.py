@@ -133,7 +133,7 @@ def test_the_handshake_does_not_wait_for_the_index_build_and_tools_wait_for_it(
     import threading
 
     from ep_mcp.index.builder import build_index
-    from ep_mcp.serve import mcp_server, startup
+    from ep_mcp.serve import context, startup
 
     gate = threading.Event()
     real_build = build_index
@@ -154,12 +154,12 @@ def test_the_handshake_does_not_wait_for_the_index_build_and_tools_wait_for_it(
             async with Client(server) as c:  # the handshake: answered while nothing is built
                 state = await status(c, "beta")
                 assert state["phase"] == "indexing" and state["mode"] == "lexical"
-                monkeypatch.setattr(mcp_server, "READY_WAIT_S", 0.2)
+                monkeypatch.setattr(context, "READY_WAIT_S", 0.2)
                 r = await c.call_tool("ep_search", {"query": "compost greens", "pack": "beta"})
                 assert r.is_error
                 text = r.content[0].text  # type: ignore[union-attr]
                 assert "still being indexed" in text and "beta indexing" in text
-                monkeypatch.setattr(mcp_server, "READY_WAIT_S", 30.0)
+                monkeypatch.setattr(context, "READY_WAIT_S", 30.0)
                 threading.Timer(0.3, gate.set).start()  # the build goes on while it waits
                 r = await c.call_tool("ep_search", {"query": "compost greens", "pack": "beta"})
                 assert not r.is_error, r.content

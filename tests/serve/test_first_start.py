@@ -30,8 +30,8 @@ from ep_mcp.serve import startup
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.backfill import Backfill
+from ep_mcp.serve.context import ServeContext
 from ep_mcp.serve.http_app import create_app
-from ep_mcp.serve.mcp_server import ServeContext
 
 CLI = [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
 

@@ -18,11 +18,12 @@ from mcp import Client
 
 from ep_mcp.errors import IndexDamagedError
 from ep_mcp.runtime import Library, PackRuntime
-from ep_mcp.serve import mcp_server, search_api, startup
+from ep_mcp.serve import context, search_api, startup
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
+from ep_mcp.serve.context import ServeContext
 from ep_mcp.serve.http_app import create_app
-from ep_mcp.serve.mcp_server import ServeContext, build_server
+from ep_mcp.serve.mcp_server import build_server
 
 
 def hold_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
@@ -77,7 +78,7 @@ def test_a_search_waiting_for_the_build_does_not_stall_health(
     monkeypatch: pytest.MonkeyPatch,
     held: threading.Event,
 ) -> None:
-    monkeypatch.setattr(mcp_server, "READY_WAIT_S", 3.0)
+    monkeypatch.setattr(context, "READY_WAIT_S", 3.0)
     library, serve = _later(settings_for(fresh_packs))
     assert serve.inline  # hashing: tool calls run on the event loop itself
     seen: dict[str, Any] = {"done": []}
@@ -128,7 +129,7 @@ def test_the_workbench_does_not_answer_from_the_index_of_before_the_restart(
     removed.write_text("# Payroll\n\nzebrasalary 123456 for the director.\n", encoding="utf-8")
     startup.open_packs(settings, None).close()  # an earlier run indexed it
     removed.unlink()  # then it was deleted, and the server restarted
-    monkeypatch.setattr(mcp_server, "READY_WAIT_S", 0.3)
+    monkeypatch.setattr(context, "READY_WAIT_S", 0.3)
     gate = hold_builds(monkeypatch)  # only now: the earlier run above built unheld
     library, serve = _later(settings)
     with building(library, gate) as finishing:
@@ -254,7 +255,7 @@ def test_a_request_waiting_for_the_build_hears_only_of_the_packs_it_may_see(
 ) -> None:
     """alpha needs a key: a caller without one, told the packs are still being indexed, is not
     told that alpha exists (nor through MCP, nor through `/search`)."""
-    monkeypatch.setattr(mcp_server, "READY_WAIT_S", 0.2)
+    monkeypatch.setattr(context, "READY_WAIT_S", 0.2)
     settings = settings_for(fresh_packs, alpha_keys=("sk-alpha",))
     library = startup.open_packs(settings, None, build="later")
     serve, ring = open_context(settings, library=library)
@@ -335,7 +336,7 @@ def test_a_call_waiting_for_the_build_is_told_at_once_when_the_server_stops(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(stop_soon)
                 with pytest.raises(BuildingError, match="the server is stopping"):
-                    await mcp_server.until_ready(library, "call ep_search", tell)
+                    await context.until_ready(library, "call ep_search", tell)
 
     with building(library, held):
         anyio.run(go)

@@ -27,7 +27,8 @@ from ep_mcp.runtime import Library
 from ep_mcp.serve.artifacts import watching_artifacts
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.backfill import backfilling
-from ep_mcp.serve.mcp_server import ServeContext, build_server
+from ep_mcp.serve.context import ServeContext
+from ep_mcp.serve.mcp_server import build_server
 from ep_mcp.serve.querylog import QueryLog
 from ep_mcp.serve.startup import open_packs, warming
 from ep_mcp.serve.watch import watching

@@ -34,8 +34,9 @@ from starlette.types import Message, Receive, Scope, Send
 from ep_mcp.config import ServerSettings
 from ep_mcp.index.buildstate import overall
 from ep_mcp.serve import auth
+from ep_mcp.serve.context import ServeContext
 from ep_mcp.serve.mcp_fast import answer_tool_call
-from ep_mcp.serve.mcp_server import ServeContext, build_server
+from ep_mcp.serve.mcp_server import build_server
 from ep_mcp.serve.middleware import (
     BodyLimitMiddleware,
     ErrorBoundaryMiddleware,
@@ -367,7 +368,7 @@ def create_app(
         return await search_endpoint(request, serve, gate, error_response)
 
     async def openapi(request: Request) -> Response:
-        from ep_mcp.serve.mcp_server import version
+        from ep_mcp.serve.context import version
         from ep_mcp.serve.openapi import openapi_document
 
         return JSONResponse(openapi_document(version()))

@@ -22,7 +22,7 @@ from ep_mcp.json_types import JsonObject
 from ep_mcp.retrieval.types import MAX_RESULTS, out_of_range
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
-from ep_mcp.serve.mcp_server import ServeContext, run_sync, until_ready
+from ep_mcp.serve.context import ServeContext, run_sync, until_ready
 from ep_mcp.serve.oauth_http import Gate
 from ep_mcp.tools.registry import ToolContext, call_tool
 

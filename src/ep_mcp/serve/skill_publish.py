@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from ep_mcp.packs.models import Pack
 
 if TYPE_CHECKING:
-    from ep_mcp.serve.mcp_server import Ctx, McpServer, PackScope
+    from ep_mcp.serve.context import Ctx, McpServer, PackScope
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from ep_mcp.eval.report_html import render_body
 from ep_mcp.reading import ReadRequest
 from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
-from ep_mcp.serve.mcp_server import ServeContext, run_sync, until_ready
+from ep_mcp.serve.context import ServeContext, run_sync, until_ready
 from ep_mcp.serve.search_api import parse_params
 from ep_mcp.serve.web import data, views
 from ep_mcp.serve.web.health import health_html
