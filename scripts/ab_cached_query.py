@@ -39,7 +39,7 @@ from ep_mcp.index import lexical, reads, vectors
 from ep_mcp.index.embed.cache import QueryEmbeddingCache
 from ep_mcp.index.records import ChunkRecord, StoredChunk
 from ep_mcp.index.store import Store
-from ep_mcp.opening import open_library
+from ep_mcp.library.opening import open_library
 from ep_mcp.retrieval import engine, freshness, fusion, hits, profile
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.confidence import Logistic

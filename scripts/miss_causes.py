@@ -28,14 +28,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ep_mcp.config import load_settings
+from ep_mcp.config.load import load_settings
+
 from ep_mcp.eval.golden import find_pack, load_golden_dir, select_split, with_refusals
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.retrieval.legs import run_legs
 from ep_mcp.retrieval.source import query_embedding
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime
 
 WINDOW = 254  # word-pieces MiniLM reads of one text, [CLS] and [SEP] aside
 STAGES = ("fusion", "support", "boosts", "profile")

@@ -30,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import EXAMPLE_PACK, seed_compiled_model
 from ep_mcp.cli import main
-from ep_mcp.config import RetrievalSettings
+from ep_mcp.config.model import RetrievalSettings
 
 CLI = [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
 OFF_TOPIC = "which team won the football world cup in 1998"  # no hit passes the activation floor

@@ -14,14 +14,15 @@ from pathlib import Path
 import apsw
 import pytest
 from click.testing import CliRunner
+from ep_mcp.config.load import load_settings
 
 from ep_mcp.cli import main
-from ep_mcp.config import Settings, load_settings
+from ep_mcp.config.model import Settings
 from ep_mcp.index import integrity
-from ep_mcp.indexing import update_index
-from ep_mcp.opening import finish_build, open_library
+from ep_mcp.library.indexing import update_index
+from ep_mcp.library.opening import finish_build, open_library
+from ep_mcp.library.runtime import Library
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library
 
 FILES = {
     "tomatoes.md": "# Tomatoes\n\nPinch out the side shoots of cordon tomatoes every week.\n",

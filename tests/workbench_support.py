@@ -14,7 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ep_mcp.config import Settings, load_settings
+from ep_mcp.config.load import load_settings
+
+from ep_mcp.config.model import Settings
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "src" / "ep_mcp" / "example_pack"
 GOLDEN_QUERY = "how do I connect Claude Desktop"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from ep_mcp.config import load_settings
+from ep_mcp.config.load import load_settings
 from ep_mcp.errors import ConfigError
 
 

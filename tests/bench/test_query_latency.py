@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ep_mcp.bench.query import Latency, cold_over_model, query_latency
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.index.embed.fake import HashingEmbedder
-from ep_mcp.runtime import PackRuntime
+from ep_mcp.library.runtime import PackRuntime
 
 FILES = {
     "kilns.md": "# Kilns\n\nFire stoneware slowly to cone six.\n",

@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import Result
 
 from ep_mcp.packs.loader import load_pack
-from ep_mcp.reading import list_topics, read_document, traverse
+from ep_mcp.packs.reading import list_topics, read_document, traverse
 
 from .conftest import as_json
 

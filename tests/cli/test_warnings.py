@@ -14,8 +14,8 @@ from click.testing import CliRunner, Result
 from ep_mcp.cli import main
 from ep_mcp.errors import LIST_FILES, NotFoundError
 from ep_mcp.packs.loader import load_pack
-from ep_mcp.reading import filter_warnings, find_document
-from ep_mcp.serve.search_api import BadRequest, parse_params
+from ep_mcp.packs.reading import filter_warnings, find_document
+from ep_mcp.serve.http.search_api import BadRequest, parse_params
 
 from .conftest import as_json
 
@@ -57,7 +57,9 @@ def test_an_empty_pack_warns_when_indexed_searched_and_validated(
         assert result.stderr.count(said) == 1, result.stderr
     again = ep("index", empty, "--provider", "hashing")  # the no-change path warns too
     assert said in again.stderr
-    with caplog.at_level("WARNING", logger="ep_mcp.opening"):  # search and serve: a log line
+    with caplog.at_level(
+        "WARNING", logger="ep_mcp.library.opening"
+    ):  # search and serve: a log line
         assert ep("search", empty, "compost", "--provider", "hashing").exit_code == 0
     assert any(said in r.getMessage() for r in caplog.records)
     served = subprocess.run(  # stdin at EOF: the stdio server starts, warns, then ends

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.config import EmbeddingSpec, PackSettings, Settings
-from ep_mcp.config_env import PROVIDER_ENDPOINT_ENV, PROVIDER_KEY_ENV, resolve_environment
+from ep_mcp.config.env import PROVIDER_ENDPOINT_ENV, PROVIDER_KEY_ENV, resolve_environment
+from ep_mcp.config.model import EmbeddingSpec, PackSettings, Settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index.embed import providers as remote
 from ep_mcp.serve.auth import KeyRing

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from ep_mcp.config.load import load_settings
 
-from ep_mcp import config_compat
 from ep_mcp.cli import main
-from ep_mcp.config import load_settings
+from ep_mcp.config import compat as config_compat
 from ep_mcp.errors import ConfigError
 
 HUB = "  taps: [acme/skills]\n  read_max_chars: 900\n"
@@ -34,7 +34,7 @@ def test_the_old_skills_key_is_read_as_hub_with_a_note_logged_once(
 ) -> None:
     monkeypatch.setattr(config_compat, "_said", set())  # a fresh process
     path = write(tmp_path, "skills:\n" + HUB)
-    with caplog.at_level(logging.WARNING, logger="ep_mcp.config_compat"):
+    with caplog.at_level(logging.WARNING, logger="ep_mcp.config.compat"):
         first, again = load_settings(path), load_settings(path)
     assert first == again and first.hub.read_max_chars == 900
     assert first.deprecations == (config_compat.OLD_HUB_KEY,)

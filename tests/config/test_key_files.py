@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.config import PackSettings, Settings
-from ep_mcp.config_env import resolve_environment
+from ep_mcp.config.env import resolve_environment
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.serve.auth import KeyRing
 
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "ep_mcp"
 # section(.or section[i]).key, the key snake_case; not part of a longer dotted name

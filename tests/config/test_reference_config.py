@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from ep_mcp.config.load import load_settings
 
 from conftest import wait_healthy
-from ep_mcp.config import load_settings
 from ep_mcp.errors import ConfigError
 from fake_provider import serve
 
@@ -103,7 +103,7 @@ reranker:
 def test_a_reference_config_maps_its_keys_to_ours_and_names_the_rest_in_one_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="ep_mcp.config_compat"):
+    with caplog.at_level(logging.WARNING, logger="ep_mcp.config.compat"):
         s = load_settings(reference_config(tmp_path))
     assert (s.server.log_level, s.server.watch) == ("INFO", False)
     assert s.server.mcp_allowed_hosts[1] == "localhost:*"

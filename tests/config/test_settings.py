@@ -3,8 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ep_mcp.config.load import load_settings
 
-from ep_mcp.config import Settings, load_settings
+from ep_mcp.config.model import Settings
 from ep_mcp.errors import ConfigError
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.index.embed.base import EmbeddingSpec
-from ep_mcp.publish import Published, publish
+from ep_mcp.library.publish import Published, publish
 
 GARDEN = {
     "manifest.yaml": "slug: garden\nname: Garden notes\ntype: product\n",
@@ -22,7 +22,7 @@ GARDEN = {
 
 
 def hashing_settings(pack: Path, home: Path, **server: object) -> Settings:
-    from ep_mcp.config import ServerSettings
+    from ep_mcp.config.model import ServerSettings
 
     return Settings(
         server=ServerSettings(**server),  # type: ignore[arg-type]

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from ep_mcp.cli import main
 from ep_mcp.index import artifact
 from ep_mcp.index.artifact import ArtifactError
-from ep_mcp.publish import Published, check_location
-from ep_mcp.reading import find_document
+from ep_mcp.library.publish import Published, check_location
+from ep_mcp.packs.reading import find_document
 
 
 def _cli(*args: object) -> tuple[int, str, str]:
@@ -149,8 +149,9 @@ def test_cli_publishes_and_checks_an_artifact(garden: Path, tmp_path: Path) -> N
 def test_serving_an_artifact_needs_only_its_folder(
     garden: Path, tmp_path: Path, publish_to: Callable[..., Published]
 ) -> None:
-    from ep_mcp.config import load_settings
-    from ep_mcp.opening import open_library
+    from ep_mcp.config.load import load_settings
+
+    from ep_mcp.library.opening import open_library
     from ep_mcp.retrieval.types import SearchRequest
 
     publish_to(garden, tmp_path / "out")
@@ -174,8 +175,9 @@ def test_serving_an_artifact_needs_only_its_folder(
 
 
 def test_an_artifact_pack_with_nothing_published_is_a_clear_error(tmp_path: Path) -> None:
-    from ep_mcp.config import load_settings
-    from ep_mcp.opening import open_library
+    from ep_mcp.config.load import load_settings
+
+    from ep_mcp.library.opening import open_library
 
     settings = load_settings(data={"packs": [{"artifact": str(tmp_path / "none")}]})
     with pytest.raises(ArtifactError, match="nothing is published there yet"):

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-
-from ep_mcp.config import load_settings
+from ep_mcp.config.load import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -25,7 +24,7 @@ def _k8s() -> dict[str, dict[str, Any]]:
 
 
 def _app_paths() -> set[str]:
-    from ep_mcp.serve import http_app
+    from ep_mcp.serve.http import app as http_app
 
     text = Path(http_app.__file__).read_text()
     return set(re.findall(r'Route\("([^"]+)"', text))

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import apsw
 import pytest
+from ep_mcp.config.load import load_settings
 
-from ep_mcp.config import load_settings
 from ep_mcp.index import artifact
-from ep_mcp.opening import open_library
-from ep_mcp.publish import Published
-from ep_mcp.reading import find_document
+from ep_mcp.library.opening import open_library
+from ep_mcp.library.publish import Published
+from ep_mcp.library.runtime import Library
+from ep_mcp.packs.reading import find_document
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library
-from ep_mcp.serve.artifacts import ArtifactWatcher
+from ep_mcp.serve.background.artifacts import ArtifactWatcher
 
 NEW_WORD = "quokkazebra"
 
@@ -131,9 +131,9 @@ def test_a_damaged_new_version_is_skipped_and_the_last_good_one_keeps_serving(
 def test_a_version_built_with_another_model_is_refused(
     served: Library, garden: Path, tmp_path: Path
 ) -> None:
-    from ep_mcp.config import PackSettings, Settings
+    from ep_mcp.config.model import PackSettings, Settings
     from ep_mcp.index.embed.base import EmbeddingSpec
-    from ep_mcp.publish import publish
+    from ep_mcp.library.publish import publish
 
     (garden / "zebra.md").write_text(f"# Zebras\n\n{NEW_WORD}\n")
     other = Settings(

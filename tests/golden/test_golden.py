@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from conftest import PACKS, SHARED_ENV, SKILLS
-from ep_mcp.config import IndexEngine, Settings
-from ep_mcp.config_env import resolve_environment
+from ep_mcp.config.env import resolve_environment
+from ep_mcp.config.model import IndexEngine, Settings
 from ep_mcp.eval.golden import (
     GoldenSet,
     PackReport,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import shared_path
-from ep_mcp.config import HubSettings, Settings
+from ep_mcp.config.model import HubSettings, Settings
 from ep_mcp.hub.git import Git
 from ep_mcp.hub.hub import SkillHub
 from ep_mcp.index.embed import HashingEmbedder

@@ -179,7 +179,7 @@ def test_no_command_on_a_pack_runs_what_its_git_config_names(
 def test_a_pack_whose_git_folder_is_a_link_or_a_file_has_no_commit(
     tmp_path: Path, markers: Path, make_pack: Callable[..., Path]
 ) -> None:
-    from ep_mcp.publish import git_commit
+    from ep_mcp.library.publish import git_commit
 
     real = make_pack(PACK, name="real")
     Git(os.environ).init_commit(real, "pack")
@@ -263,7 +263,7 @@ def test_a_folder_tap_listed_in_config_runs_nothing_its_git_config_names(
 
 
 def test_a_pack_inside_a_repository_is_clean_when_its_own_folder_is(tmp_path: Path) -> None:
-    from ep_mcp.publish import git_commit
+    from ep_mcp.library.publish import git_commit
 
     repo = tmp_path / "repo"
     pack = repo / "packs" / "orchard"
@@ -289,7 +289,7 @@ def test_a_commit_is_named_only_when_every_file_the_pack_could_serve_is_the_comm
     ep-mcp's own hidden folders (``.ep-mcp/``) do not count (they are never served)."""
     import subprocess
 
-    from ep_mcp.publish import git_commit
+    from ep_mcp.library.publish import git_commit
 
     pack = tmp_path / "pack"
     for rel, text in PACK.items():

@@ -11,14 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from ep_mcp.cli import main
-from ep_mcp.config import PackSettings, RetrievalSettings, Settings
+from ep_mcp.config.model import PackSettings, RetrievalSettings, Settings
 from ep_mcp.hub.hub import SkillHub
 from ep_mcp.hub.match import NO_MATCH, no_match_note
 from ep_mcp.index.embed import HashingEmbedder
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.retrieval import threshold
 from ep_mcp.retrieval.threshold import LEXICAL, Evidence, Floor, Verdict, judge
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 FLOOR = Floor(hybrid=0.5, coverage_weight=0.5, lexical=0.3, calibrated_for="local/m")

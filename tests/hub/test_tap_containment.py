@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ep_mcp.cli import main
-from ep_mcp.config import TapSettings
+from ep_mcp.config.model import TapSettings
 from ep_mcp.errors import NotFoundError
 from ep_mcp.hub.errors import TapError
 from ep_mcp.hub.git import Git, TapSource, parse_source, shown_url, strip_credentials

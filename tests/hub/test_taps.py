@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.config import TapSettings
+from ep_mcp.config.model import TapSettings
 from ep_mcp.hub import tapindex
 from ep_mcp.hub.errors import TapError
 from ep_mcp.hub.hub import SkillHub

@@ -118,10 +118,10 @@ def test_a_relative_home_taps_into_that_home(
 def test_the_mcp_server_lists_the_hub_tools_and_renders_failures_as_is_error(
     make_repo: Callable[..., Path], make_hub: Callable[..., object], tmp_path: Path
 ) -> None:
-    from ep_mcp.config import Settings
-    from ep_mcp.runtime import Library
+    from ep_mcp.config.model import Settings
+    from ep_mcp.library.runtime import Library
     from ep_mcp.serve.context import PackScope, ServeContext, full_access
-    from ep_mcp.serve.mcp_server import run_tool, tool_specs
+    from ep_mcp.serve.mcp.server import run_tool, tool_specs
 
     from .helpers import env_with_path
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import ep_mcp.opening
+import ep_mcp.library.opening
 from ep_mcp.cli import main
 
 FILES = {
@@ -48,7 +48,7 @@ def forbid_opening(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the pack was opened and parsed")
 
-    monkeypatch.setattr(ep_mcp.opening, "open_library", refuse)
+    monkeypatch.setattr(ep_mcp.library.opening, "open_library", refuse)
 
 
 def test_an_unchanged_pack_is_reported_current_without_parsing_it(
@@ -123,7 +123,7 @@ def test_a_no_change_process_skips_parsing_and_the_model(pack: Path, probe: str)
     assert proc.returncode == 0, proc.stderr
     assert "0 changed" in proc.stdout
     modules = proc.stderr.split("MODULES", 1)[1]
-    for heavy in ("'onnxruntime'", "'tokenizers'", "'ep_mcp.runtime'"):
+    for heavy in ("'onnxruntime'", "'tokenizers'", "'ep_mcp.library.runtime'"):
         assert heavy not in modules
 
 

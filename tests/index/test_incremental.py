@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.index.embed import HashingEmbedder, Matrix
-from ep_mcp.opening import open_library
+from ep_mcp.library.opening import open_library
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime
 
 PACK = {
     "alpha.md": "---\ntitle: Alpha\ntype: concept\ntags: [one]\n---\n# Alpha\n\nAlpha talks about "

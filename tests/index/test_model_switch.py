@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.index.builder import BuildReport
 from ep_mcp.index.embed import HashingEmbedder, Matrix
-from ep_mcp.opening import open_library
+from ep_mcp.library.opening import open_library
 
 PACK = {
     "alpha.md": "# Alpha\n\nAlpha talks about volcanoes and lava flows.\n",

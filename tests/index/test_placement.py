@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from ep_mcp.config.load import load_settings
 
-from ep_mcp.config import load_settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index import integrity
 from ep_mcp.index.owned import owner_in
 from ep_mcp.index.placement import OWNER_KEY, IndexPlacementError, beneath
 from ep_mcp.index.store import Store
-from ep_mcp.opening import open_library
+from ep_mcp.library.opening import open_library
 from ep_mcp.retrieval.types import SearchRequest
 
 KEYED = {"secret.md": "# Secret\n\nThe vault code is zebracanary nine.\n"}

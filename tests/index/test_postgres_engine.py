@@ -12,17 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ep_mcp.config.load import load_settings
 
 from conftest import EXAMPLE_PACK, seed_compiled_model
-from ep_mcp.config import Settings, load_settings
+from ep_mcp.config.model import Settings
 from ep_mcp.errors import ConfigError, EpMcpError, IndexUnavailableError
 from ep_mcp.index.pgload import Loaded, publish_version
-from ep_mcp.opening import open_library
-from ep_mcp.publish import Published, publish
+from ep_mcp.library.opening import open_library
+from ep_mcp.library.publish import Published, publish
+from ep_mcp.library.runtime import Library
 from ep_mcp.retrieval.lexical import query_terms
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library
-from ep_mcp.serve.artifacts import ArtifactWatcher
+from ep_mcp.serve.background.artifacts import ArtifactWatcher
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -253,7 +254,7 @@ def _health(lib: Library) -> dict[str, Any]:
     import httpx2
 
     from ep_mcp.serve.app import open_context
-    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.http.app import create_app
 
     serve, ring = open_context(lib.settings, library=lib)
     app = create_app(serve, lib.settings.server, ring)
@@ -438,7 +439,7 @@ def test_packs_names_the_version_a_pack_served_from_its_path_serves_on_postgres(
 
     from ep_mcp.serve.app import open_context
     from ep_mcp.serve.auth import KeyRing
-    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.http.app import create_app
 
     data = {"packs": [{"path": str(garden["pack"])}]}
     index = {"engine": "postgres", "dsn": garden["dsn"]}

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from conftest import shared_path
 from ep_mcp.cli import main
-from ep_mcp.config import PackSettings, Settings, default_home
-from ep_mcp.opening import open_library
+from ep_mcp.config.model import PackSettings, Settings, default_home
+from ep_mcp.library.opening import open_library
 from ep_mcp.retrieval.types import SearchRequest
 
 TARGETS = [

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.errors import IndexBuildError, IndexDamagedError
 from ep_mcp.index import integrity
 from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.index.store import Store
-from ep_mcp.opening import open_library
+from ep_mcp.library.opening import open_library
+from ep_mcp.library.runtime import Library
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library
 
 Damage = tuple[str, Callable[[Path], None]]
 FILES = {

@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ep_mcp.index.store as store_module
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.errors import QueryError
 from ep_mcp.index.builder import build_index
 from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.index.store import Store
-from ep_mcp.opening import open_library
+from ep_mcp.library.opening import open_library
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime
 
 TOPICS = [
     "solar panels",

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ep_mcp.config import IndexSettings, Settings
-from ep_mcp.config_checks import check_settings
+from ep_mcp.config.checks import check_settings
+from ep_mcp.config.model import IndexSettings, Settings
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.index import store as store_module
 from ep_mcp.index.builder import build_index, features_for
@@ -273,7 +273,7 @@ def test_window_overlap_must_leave_room_in_the_window() -> None:
 
 @pytest.fixture(scope="module")
 def minilm() -> object:
-    from ep_mcp.config import EmbeddingSpec
+    from ep_mcp.config.model import EmbeddingSpec
     from ep_mcp.index.embed.local import LocalEmbedder
 
     return LocalEmbedder(EmbeddingSpec(model="all-MiniLM-L6-v2-int8"))

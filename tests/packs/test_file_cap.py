@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ep_mcp.config import IndexSettings, PackSettings, Settings
+from ep_mcp.config.model import IndexSettings, PackSettings, Settings
 from ep_mcp.index.embed import HashingEmbedder
-from ep_mcp.opening import open_library
+from ep_mcp.library.opening import open_library
 from ep_mcp.packs.loader import load_pack
 
 CAP = 1000

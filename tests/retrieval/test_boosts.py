@@ -2,7 +2,7 @@ import datetime as dt
 
 import pytest
 
-from ep_mcp.config import RetrievalSettings
+from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.retrieval.boosts import apply_boosts, apply_filters
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.settings import boost_settings, today_of

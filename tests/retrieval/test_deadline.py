@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ep_mcp.config import RetrievalSettings
+from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.index.builder import build_index
 from ep_mcp.index.embed import HashingEmbedder, Matrix
 from ep_mcp.index.store import Store

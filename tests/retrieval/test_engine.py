@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.config import PackSettings, RetrievalSettings, Settings
+from ep_mcp.config.model import PackSettings, RetrievalSettings, Settings
 from ep_mcp.errors import QueryError
 from ep_mcp.index.embed.fake import HashingEmbedder
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.retrieval.explain import render_explain
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime
 
 MANIFEST = """slug: solar
 name: Solar

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from ep_mcp.config import RetrievalSettings
+from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.index.records import ChunkRecord, FileRecord, StoredChunk
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.expand import expand_graph, expand_requires_of, first_chunk

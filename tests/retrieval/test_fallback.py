@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ep_mcp.config import RetrievalSettings
+from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.fallback import FallbackWeights, lexical_signals, score_lexically
 from ep_mcp.retrieval.settings import fallback_weights

@@ -14,21 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ep_mcp.config.load import load_settings
 
-from ep_mcp.config import (
-    Fusion,
-    IndexSettings,
-    PackSettings,
-    RetrievalSettings,
-    Settings,
-    load_settings,
-)
+from ep_mcp.config.model import Fusion, IndexSettings, PackSettings, RetrievalSettings, Settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index.embed.base import Embedder, EmbeddingSpec, Matrix
 from ep_mcp.index.embed.fake import HashingEmbedder
 from ep_mcp.index.embed.local import LocalEmbedder
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime
 
 MakePack = Callable[[dict[str, str]], Path]
 QUIET = {  # stages that would blur the arithmetic of the knob under test

@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ep_mcp.config import RetrievalSettings
-from ep_mcp.errors import EmbeddingError
-from ep_mcp.index.embed.breaker import ProviderUnavailableError
+from ep_mcp.config.model import RetrievalSettings
+from ep_mcp.errors import EmbeddingError, ProviderUnavailableError
 from ep_mcp.retrieval.legs import LegChoice, run_legs
 from ep_mcp.retrieval.source import LegExecutors, Uncached
 from ep_mcp.retrieval.types import SearchRequest

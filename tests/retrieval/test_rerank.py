@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ep_mcp.config import RerankerKind, RerankerSettings
+from ep_mcp.config.model import RerankerKind, RerankerSettings
 from ep_mcp.errors import ConfigError, RerankError
 from ep_mcp.index.rerank import make_reranker
 from ep_mcp.index.rerank.sentence import CrossEncoderReranker

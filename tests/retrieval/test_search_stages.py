@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ep_mcp.config import Fusion, RetrievalSettings
+from ep_mcp.config.model import Fusion, RetrievalSettings
 from ep_mcp.errors import EmbeddingError, QueryError
 from ep_mcp.index.builder import build_index
 from ep_mcp.index.embed import HashingEmbedder

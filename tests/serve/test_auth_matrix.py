@@ -19,11 +19,12 @@ from urllib.parse import unquote
 
 import anyio
 import pytest
+from ep_mcp.config.load import load_settings
 
-from ep_mcp.config import HubSettings, TapSettings, load_settings
+from ep_mcp.config.model import HubSettings, TapSettings
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.context import ServeContext
-from ep_mcp.serve.http_app import create_app
+from ep_mcp.serve.http.app import create_app
 
 ALPHA_MARKERS = (
     "Routing moves packets",

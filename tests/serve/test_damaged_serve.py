@@ -14,7 +14,7 @@ from mcp import Client
 
 from ep_mcp.index import integrity
 from ep_mcp.serve.app import open_context
-from ep_mcp.serve.mcp_server import build_server
+from ep_mcp.serve.mcp.server import build_server
 
 Damage = tuple[str, Callable[[Path], None]]
 SEARCH = {"query": "admin port 8080", "pack": "alpha", "max_results": 3}

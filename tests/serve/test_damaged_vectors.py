@@ -10,7 +10,7 @@ import apsw
 import httpx2
 
 from ep_mcp.serve.app import open_context
-from ep_mcp.serve.backfill import Backfill
+from ep_mcp.serve.background.backfill import Backfill
 
 from .test_full_disk import run
 

@@ -15,9 +15,9 @@ from mcp import Client, StdioServerParameters
 
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.backfill import Backfill
-from ep_mcp.serve.http_app import create_app
-from ep_mcp.serve.mcp_server import build_server
+from ep_mcp.serve.background.backfill import Backfill
+from ep_mcp.serve.http.app import create_app
+from ep_mcp.serve.mcp.server import build_server
 
 CLI = [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
 
@@ -142,7 +142,7 @@ def test_the_handshake_does_not_wait_for_the_index_build_and_tools_wait_for_it(
         gate.wait(30)  # the build cannot finish before the test lets it
         return real_build(*args, **kwargs)
 
-    monkeypatch.setattr("ep_mcp.runtime.build_index", held_build)
+    monkeypatch.setattr("ep_mcp.library.runtime.build_index", held_build)
     settings = settings_for(fresh_packs)
     library = startup.open_packs(settings, None, build="later")
     serve, _ = open_context(settings, library=library)
@@ -184,7 +184,7 @@ def test_a_start_up_build_that_fails_is_answered_to_every_tool_call(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise IndexBuildError("disk full while writing the index — free some space")
 
-    monkeypatch.setattr("ep_mcp.runtime.build_index", broken)
+    monkeypatch.setattr("ep_mcp.library.runtime.build_index", broken)
     settings = settings_for(fresh_packs)
     library = startup.open_packs(settings, None, build="later")
     serve, _ = open_context(settings, library=library)

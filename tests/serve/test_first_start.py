@@ -21,17 +21,17 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import wait_healthy
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.index import builder
 from ep_mcp.index.buildlock import exclusive
 from ep_mcp.index.embed import HashingEmbedder, Matrix, compiled
-from ep_mcp.runtime import Library
+from ep_mcp.library.runtime import Library
 from ep_mcp.serve import startup
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.backfill import Backfill
+from ep_mcp.serve.background.backfill import Backfill
 from ep_mcp.serve.context import ServeContext
-from ep_mcp.serve.http_app import create_app
+from ep_mcp.serve.http.app import create_app
 
 CLI = [sys.executable, "-c", "from ep_mcp.cli import main; main()"]
 

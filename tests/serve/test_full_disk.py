@@ -11,13 +11,13 @@ from typing import Any
 
 import httpx2
 import pytest
+from ep_mcp.config.load import load_settings
 
 from diskfull import fill, fill_disk, remount, tmpfs
-from ep_mcp.config import load_settings
 from ep_mcp.errors import DiskFullError
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.http_app import create_app
+from ep_mcp.serve.http.app import create_app
 
 QUERIES = ("admin port", "routing table", "packets between networks")
 
@@ -172,7 +172,7 @@ def on_disk(settings: Any, disk: Path) -> Any:
 def test_the_backfill_on_a_full_disk_logs_once_and_the_pack_keeps_answering(
     fresh_packs: dict[str, Path], settings_for: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from ep_mcp.serve.backfill import Backfill
+    from ep_mcp.serve.background.backfill import Backfill
 
     serve, _ = open_context(settings_for(fresh_packs))
     try:

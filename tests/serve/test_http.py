@@ -9,7 +9,7 @@ import anyio
 import httpx2
 import pytest
 
-from ep_mcp.serve.http_app import create_app
+from ep_mcp.serve.http.app import create_app
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INIT = {
@@ -28,7 +28,7 @@ Call = Callable[[httpx2.AsyncClient], Awaitable[None]]
 
 
 def with_client(serve: Any, ring: Any, fn: Call, **server: Any) -> None:
-    from ep_mcp.config import load_settings
+    from ep_mcp.config.load import load_settings
 
     settings = load_settings(data={"server": server})
     app = create_app(serve, settings.server, ring)

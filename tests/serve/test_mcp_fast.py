@@ -8,7 +8,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from ep_mcp.serve import http_app, mcp_fast
+from ep_mcp.serve.http import app as http_app
+from ep_mcp.serve.mcp import fast as mcp_fast
 
 from .test_http import LEGACY, MCP_HEADERS, bearer, with_client
 

@@ -12,8 +12,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from ep_mcp.serve.auth import Access
-from ep_mcp.serve.mcp_server import build_server
-from ep_mcp.serve.skill_publish import (
+from ep_mcp.serve.mcp.server import build_server
+from ep_mcp.serve.mcp.skill_publish import (
     EXTENSION_ID,
     GetSkillParams,
     GetSkillResult,
@@ -220,7 +220,7 @@ def test_skills_extension_lists_and_gets_with_digests_matching_served_bytes(open
 def test_generated_skill_frontmatter_round_trips_through_yaml(open_ctx: Any) -> None:
     import yaml
 
-    from ep_mcp.serve.skill_publish import snapshot_of
+    from ep_mcp.serve.mcp.skill_publish import snapshot_of
 
     snap = snapshot_of(open_ctx.library.get("alpha").pack)
     assert snap is not None

@@ -9,14 +9,14 @@ import httpx2
 from mcp import Client
 
 from ep_mcp.serve.auth import Access
-from ep_mcp.serve.http_app import create_app
-from ep_mcp.serve.mcp_server import build_server
+from ep_mcp.serve.http.app import create_app
+from ep_mcp.serve.mcp.server import build_server
 
 QUERY = "routing packets and watering tomatoes"
 
 
 def get(serve: Any, ring: Any, url: str, key: str | None = None) -> httpx2.Response:
-    from ep_mcp.config import load_settings
+    from ep_mcp.config.load import load_settings
 
     app = create_app(serve, load_settings(data={"server": {}}).server, ring)
     headers = {"Authorization": f"Bearer {key}"} if key else {}

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from ep_mcp.config import OAuthSettings
+from ep_mcp.config.model import OAuthSettings
 from ep_mcp.serve.oauth import Rejected, TokenVerifier, Unavailable, fetch_json
 
 Behaviour = Callable[[socket.socket, threading.Event], None]

@@ -21,7 +21,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ep_mcp.config import OAuthSettings
+from ep_mcp.config.model import OAuthSettings
 from ep_mcp.serve.oauth import Rejected, TokenVerifier
 
 ISSUER, RESOURCE, T0 = "https://auth.example.com", "https://kb.example.com", 1_900_000_000.0

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ep_mcp.config.load import load_settings
 
-from ep_mcp.config import PackSettings, ServerSettings, Settings, load_settings
-from ep_mcp.config_env import resolve_environment
+from ep_mcp.config.env import resolve_environment
+from ep_mcp.config.model import PackSettings, ServerSettings, Settings
 from ep_mcp.errors import EpMcpError
 from ep_mcp.index import artifact
 from ep_mcp.index.embed.base import EmbeddingSpec
-from ep_mcp.publish import publish
+from ep_mcp.library.publish import publish
 
 from .test_auth_matrix import (
     ALPHA_MARKERS,

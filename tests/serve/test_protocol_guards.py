@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from ep_mcp.config.load import load_settings
 
-from ep_mcp.config import load_settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.serve.app import _uvicorn_options
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.http_app import create_app
+from ep_mcp.serve.http.app import create_app
 
 HEADER_TIMEOUT_S = 1.0
 BODY_TIMEOUT_S = 4.0  # above the slow-body test's 2.5 header timeouts, so that one passes

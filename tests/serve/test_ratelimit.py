@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ep_mcp.serve.ratelimit import RateLimiter
+from ep_mcp.serve.http.ratelimit import RateLimiter
 
 
 class Clock:

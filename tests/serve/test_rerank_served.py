@@ -11,13 +11,13 @@ from typing import Any
 
 import anyio
 import pytest
+from ep_mcp.config.load import load_settings
 from mcp import Client
 from starlette.testclient import TestClient
 
-from ep_mcp.config import load_settings
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.mcp_server import build_server
+from ep_mcp.serve.mcp.server import build_server
 from fake_rerankers import FakeRerankServer, serve
 
 # By words the eruption page comes first and the loaf last; the fake reranker prefers any
@@ -89,7 +89,7 @@ def test_the_reranker_reorders_what_ep_search_answers(
 
 
 def test_get_search_takes_rerank_false_too(served: Any, reranker: FakeRerankServer) -> None:
-    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.http.app import create_app
 
     app = create_app(served, served.library.settings.server, KeyRing())
     with TestClient(app, base_url="http://127.0.0.1:8000") as http:

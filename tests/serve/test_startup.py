@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.errors import EmbeddingError, PackError
 from ep_mcp.index.embed.base import Matrix
 from ep_mcp.index.embed.cache import QueryEmbeddingCache
@@ -47,7 +47,7 @@ def test_the_startup_modules_do_not_import_the_mcp_sdk(module: str) -> None:
 SERVE_PROBE = """
 import dataclasses, sys
 from pathlib import Path
-from ep_mcp.config import load_settings
+from ep_mcp.config.load import load_settings
 from ep_mcp.serve import lifecycle, startup
 seen = []
 real = startup.in_background

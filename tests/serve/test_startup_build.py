@@ -17,13 +17,14 @@ import pytest
 from mcp import Client
 
 from ep_mcp.errors import IndexDamagedError
-from ep_mcp.runtime import Library, PackRuntime
-from ep_mcp.serve import context, search_api, startup
+from ep_mcp.library.runtime import Library, PackRuntime
+from ep_mcp.serve import context, startup
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.context import ServeContext
-from ep_mcp.serve.http_app import create_app
-from ep_mcp.serve.mcp_server import build_server
+from ep_mcp.serve.http import search_api
+from ep_mcp.serve.http.app import create_app
+from ep_mcp.serve.mcp.server import build_server
 
 
 def hold_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
@@ -36,7 +37,7 @@ def hold_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
         gate.wait(60)
         return build_index(*args, **kwargs)
 
-    monkeypatch.setattr("ep_mcp.runtime.build_index", held_build)
+    monkeypatch.setattr("ep_mcp.library.runtime.build_index", held_build)
     return gate
 
 
@@ -197,7 +198,7 @@ def test_any_build_failure_is_logged_answered_to_every_call_and_shown_by_health(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise failure
 
-    monkeypatch.setattr("ep_mcp.runtime.build_index", broken)
+    monkeypatch.setattr("ep_mcp.library.runtime.build_index", broken)
     library, serve = _later(settings_for(fresh_packs))
     try:
         with caplog.at_level(logging.ERROR, logger="ep_mcp.serve.startup"):
@@ -295,7 +296,7 @@ def test_stopping_during_the_start_up_build_finishes_the_current_pack_and_begins
         built.append(pack.slug)
         return build_index(pack, *args, **kwargs)
 
-    monkeypatch.setattr("ep_mcp.runtime.build_index", held_build)
+    monkeypatch.setattr("ep_mcp.library.runtime.build_index", held_build)
     library, serve = _later(settings_for(fresh_packs))
     starting = startup.in_background(lambda: startup.finish(library), "test-index")
     assert entered.wait(10)  # the first pack's build has begun

@@ -9,7 +9,7 @@ from typing import Any
 
 from ep_mcp.bench.reliability import DAMAGE
 from ep_mcp.index.embed import HashingEmbedder, Matrix
-from ep_mcp.opening import finish_build, open_library
+from ep_mcp.library.opening import finish_build, open_library
 from ep_mcp.retrieval.types import SearchRequest
 
 

@@ -17,12 +17,12 @@ from mcp import Client
 from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from ep_mcp.config_env import resolve_environment
+from ep_mcp.config.env import resolve_environment
 from ep_mcp.serve import subscriptions
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import Access
-from ep_mcp.serve.mcp_server import build_server
-from ep_mcp.serve.watch import PackWatcher
+from ep_mcp.serve.background.watch import PackWatcher
+from ep_mcp.serve.mcp.server import build_server
 
 # the 2025 era's methods, deprecated by the SDK for 2026-07-28 clients, are what is tested
 pytestmark = pytest.mark.filterwarnings(

@@ -173,7 +173,7 @@ def test_http_listen_streams_hear_of_edits_and_end_when_the_server_stops(
 
 
 def test_one_caller_cannot_hold_every_listen_stream(http_server: Any) -> None:
-    from ep_mcp.serve.http_app import MAX_LISTENS_PER_CALLER
+    from ep_mcp.serve.http.app import MAX_LISTENS_PER_CALLER
 
     base, _ = http_server
 

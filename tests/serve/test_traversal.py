@@ -9,7 +9,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from ep_mcp.serve.mcp_server import build_server
+from ep_mcp.serve.mcp.server import build_server
 
 SECRET = "TOP-SECRET-CANARY-7f3a"
 

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from ep_mcp.serve.wire import OneWriteTransport
+from ep_mcp.serve.http.wire import OneWriteTransport
 
 
 class FakeTransport:
@@ -70,7 +70,7 @@ SERVER = textwrap.dedent(
     import os, signal, socket, sys
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
-    from ep_mcp.serve.wire import OneWriteH11Protocol
+    from ep_mcp.serve.http.wire import OneWriteH11Protocol
 
     async def app(scope, receive, send):
         if scope["type"] != "http":

@@ -16,13 +16,13 @@ import anyio
 import httpx2
 import pytest
 from click.testing import CliRunner
+from ep_mcp.config.load import load_settings
 from mcp import Client
 
 from ep_mcp.cli import main
-from ep_mcp.config import load_settings
 from ep_mcp.errors import BadRequest, EpMcpError, NotFoundError, Refused
 from ep_mcp.packs.loader import load_pack
-from ep_mcp.reading import NEIGHBORS_NEED_SECTION, PATH_OR_ID, find_document
+from ep_mcp.packs.reading import NEIGHBORS_NEED_SECTION, PATH_OR_ID, find_document
 from ep_mcp.retrieval.types import BLANK_QUERY
 
 PACK = {
@@ -69,7 +69,7 @@ def served(pack: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
 
 
 def _get(served: tuple[Any, Any], url: str) -> httpx2.Response:
-    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.http.app import create_app
 
     serve, ring = served
     app = create_app(serve, load_settings(data={}).server, ring)
@@ -85,7 +85,7 @@ def _get(served: tuple[Any, Any], url: str) -> httpx2.Response:
 
 
 def test_the_mcp_tools_refuse_in_the_shared_words(served: tuple[Any, Any], missing: str) -> None:
-    from ep_mcp.serve.mcp_server import build_server
+    from ep_mcp.serve.mcp.server import build_server
 
     server = build_server(served[0])
     calls = {

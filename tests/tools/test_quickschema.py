@@ -88,7 +88,7 @@ def test_a_words_first_answer_does_not_import_jsonschema(tmp_path: Path) -> None
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from ep_mcp.config import PackSettings, Settings\n"
+        "from ep_mcp.config.model import PackSettings, Settings\n"
         "from ep_mcp.serve import startup\n"
         "from ep_mcp.tools.registry import ToolContext, call_tool\n"
         f"settings = Settings(packs=(PackSettings(path=Path({str(pack)!r})),), "

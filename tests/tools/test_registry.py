@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.errors import QueryError
-from ep_mcp.runtime import Library
+from ep_mcp.library.runtime import Library
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.eval.golden import GoldenQuery, load_golden
 from ep_mcp.eval.metrics import first_rank, hit_rate, mean_reciprocal_rank
 from ep_mcp.hub.git import Git

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp.bench.hub import MODES, golden_queries
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.eval import floors
 from ep_mcp.eval.golden import GoldenQuery, load_golden
 from ep_mcp.eval.metrics import first_rank

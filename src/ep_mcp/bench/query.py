@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ep_mcp.config import IndexEngine, Settings
+from ep_mcp.config.model import IndexEngine, Settings
 from ep_mcp.eval.beir import BeirAnswer, BeirReport, evaluate_run, load_beir, materialise
 from ep_mcp.eval.metrics import percentile
 from ep_mcp.eval.run import open_runtime
@@ -21,12 +21,12 @@ from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.index.pgload import Loaded
 from ep_mcp.index.store import ChunkRecord, FileRecord, FileWrite, Store
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.retrieval import engine
 from ep_mcp.retrieval.confidence import ConfidenceModel
 from ep_mcp.retrieval.engine import SearchOptions
 from ep_mcp.retrieval.legs import LegChoice
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
-from ep_mcp.runtime import PackRuntime
 
 logger = logging.getLogger(__name__)
 

@@ -25,11 +25,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
-from ep_mcp.config import EmbeddingSpec, PackSettings, Settings
+from ep_mcp.config.model import EmbeddingSpec, PackSettings, Settings
 from ep_mcp.eval.metrics import percentile
-from ep_mcp.opening import open_library
+from ep_mcp.library.opening import open_library
+from ep_mcp.library.runtime import Library
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library
 
 Report = dict[str, object]
 

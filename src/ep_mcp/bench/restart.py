@@ -40,8 +40,8 @@ def measure(started: float, pack: str, index_dir: str, query: str) -> dict[str, 
         out[f"{name}_cpu_s"] = round(time.process_time(), 3)
         out[f"{name}_main_cpu_s"] = round(time.thread_time(), 3)
 
-    from ep_mcp.config import PackSettings, Settings
-    from ep_mcp.config_env import resolve_environment
+    from ep_mcp.config.env import resolve_environment
+    from ep_mcp.config.model import PackSettings, Settings
     from ep_mcp.serve import startup
     from ep_mcp.tools.registry import ToolContext, call_tool
 

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ep_mcp.bench.query import _VOCAB, load_into_postgres, synthetic_store
-from ep_mcp.config import Settings
+from ep_mcp.bench.query import _VOCAB, synthetic_store
+from ep_mcp.config.model import Settings
 from ep_mcp.eval.metrics import percentile
+from ep_mcp.index.pgload import load_into_postgres
 from ep_mcp.index.store import Store
 from ep_mcp.retrieval import engine
 from ep_mcp.retrieval.source import ChunkSource

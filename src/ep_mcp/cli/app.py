@@ -15,8 +15,9 @@ from typing import ParamSpec, TypeVar
 import click
 
 from ep_mcp import __version__, logsafe
-from ep_mcp.config import PackSettings, Settings, load_settings
-from ep_mcp.config_env import resolve_environment
+from ep_mcp.config.env import resolve_environment
+from ep_mcp.config.load import load_settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.errors import ConfigError, EpMcpError
 
 P = ParamSpec("P")

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ep_mcp.cli.app import emit_json, warn
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 
 
 def publish_artifact(
@@ -17,7 +17,7 @@ def publish_artifact(
 ) -> None:
     """Build the pack into ``out/<slug>/<version>``, make it current, say what happened;
     ``to`` postgres: then load that version into PostgreSQL and make it current there."""
-    from ep_mcp.publish import publish
+    from ep_mcp.library.publish import publish
 
     if to == "postgres":
         from ep_mcp.index.pgconnect import connect, resolve_dsn
@@ -65,7 +65,7 @@ def publish_artifact(
 
 def check_artifact(location: Path, as_json: bool) -> None:
     """Verify the artifact(s) at ``location``; an `ArtifactError` is the one failing line."""
-    from ep_mcp.publish import check_location
+    from ep_mcp.library.publish import check_location
 
     manifests = check_location(location)
     if as_json:

@@ -11,7 +11,7 @@ import click
 import yaml
 
 from ep_mcp.cli.app import config_option, fail_cleanly, main, resolve_settings
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 
 
 def plain(value: Any) -> Any:

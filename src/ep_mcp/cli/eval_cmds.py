@@ -21,7 +21,7 @@ from ep_mcp.cli.app import (
     provider_option,
     resolve_settings,
 )
-from ep_mcp.config import IndexEngine, Settings
+from ep_mcp.config.model import IndexEngine, Settings
 
 work_option = click.option(
     "--work",

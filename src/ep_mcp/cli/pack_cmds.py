@@ -23,15 +23,15 @@ from ep_mcp.cli.app import (
     resolve_settings,
     warn,
 )
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.errors import PackError
 from ep_mcp.logsafe import one_line
 from ep_mcp.retrieval.types import MAX_RESULTS, out_of_range
 
 if TYPE_CHECKING:  # the runtime pulls in numpy and the stores; `index` with no change skips it
-    from ep_mcp.indexing import IndexOutcome
+    from ep_mcp.library.indexing import IndexOutcome
+    from ep_mcp.library.runtime import Library, PackRuntime
     from ep_mcp.retrieval.types import SearchResult
-    from ep_mcp.runtime import Library, PackRuntime
 
 STOPPED = "stopped — the next `ep-mcp index` resumes where this one stopped"
 pack_argument = click.argument("pack", type=click.Path(path_type=Path, file_okay=False))
@@ -61,7 +61,7 @@ def _open_one(
     build: bool = True,
     config: Path | None = None,
 ) -> tuple[Library, PackRuntime]:
-    from ep_mcp.opening import open_library
+    from ep_mcp.library.opening import open_library
 
     settings = pack_settings(pack, provider, index_dir, config)
     assert settings.home is not None
@@ -133,7 +133,7 @@ def index_cmd(
     if out is not None:
         artifact_cmds.publish_artifact(settings, out, keep, force, as_json, to)
         return
-    from ep_mcp.indexing import update_index
+    from ep_mcp.library.indexing import update_index
 
     try:
         done = update_index(settings)
@@ -270,7 +270,7 @@ def search_cmd(
     try:
         result = lib.retry_reopened(lambda _: _search(lib, args, explain))  # damage: once more
         rt = lib.get()
-        from ep_mcp.reading import filter_warnings
+        from ep_mcp.packs.reading import filter_warnings
 
         for warning in filter_warnings(rt.pack, type_, tag_list):
             warn(f"warning: {warning}")
@@ -339,7 +339,7 @@ def doctor_cmd(config: Path | None, as_json: bool) -> None:
     """Check the installation: versions, SQLite, sqlite-vec, the local model, the data
     directory (indexes, taps), the outside tools (git, gh, an LLM) and, with --config, the
     config file (its problems and deprecated keys)."""
-    from ep_mcp.config import default_home
+    from ep_mcp.config.model import default_home
     from ep_mcp.doctor import config_check, run_checks
 
     checks = run_checks(default_home(os.environ), os.environ)

@@ -14,7 +14,7 @@ from ep_mcp.errors import QueryError
 
 if TYPE_CHECKING:
     from ep_mcp.packs.models import Pack
-    from ep_mcp.reading_results import DocumentRead, Topics, Traversal
+    from ep_mcp.packs.reading_results import DocumentRead, Topics, Traversal
 
 
 def load_one(pack: Path, config: Path | None) -> Pack:
@@ -57,7 +57,7 @@ def read_cmd(
 
     List the files with `ep-mcp topics PACK`. --json answers what the ep_read tool answers.
     """
-    from ep_mcp.reading import ReadRequest, find_document
+    from ep_mcp.packs.reading import ReadRequest, find_document
 
     # ep_read's own checks (no call_tool here: the CLI reads the pack from disk, no index)
     try:
@@ -102,7 +102,7 @@ def render_read(read: DocumentRead) -> str:
 @fail_cleanly
 def topics_cmd(pack: Path, doc_type: str | None, config: Path | None, as_json: bool) -> None:
     """List the files of PACK by frontmatter type, with their titles (like ep_list_topics)."""
-    from ep_mcp.reading import list_topics
+    from ep_mcp.packs.reading import list_topics
 
     topics = list_topics(load_one(pack, config), doc_type)
     if as_json:
@@ -142,7 +142,7 @@ def graph_cmd(
     as_json: bool,
 ) -> None:
     """Files linked to START (a file path or node id of PACK), like ep_graph_traverse."""
-    from ep_mcp.reading import traverse
+    from ep_mcp.packs.reading import traverse
 
     walk = traverse(load_one(pack, config), start, depth, edge_kinds)
     if as_json:

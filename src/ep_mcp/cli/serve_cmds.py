@@ -23,7 +23,7 @@ from ep_mcp.cli.app import (
     provider_option,
     resolve_settings,
 )
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.serve.cpu_budget import CpuBudget, cpu_budget
 

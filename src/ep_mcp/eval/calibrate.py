@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.eval import floors
 from ep_mcp.eval.golden import GoldenSet, find_pack, select_split, with_refusals
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.retrieval.confidence import (
     HIT_FEATURES,
     QUERY_FEATURES,
@@ -29,7 +30,6 @@ from ep_mcp.retrieval.confidence import (
     Logistic,
 )
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime
 
 Array = npt.NDArray[np.float64]
 BINS = 10

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.eval.golden import (
     CUTOFFS,
     GoldenQuery,
@@ -30,9 +30,9 @@ from ep_mcp.eval.golden import (
 from ep_mcp.eval.run import open_served
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.library.runtime import Library, PackRuntime
 from ep_mcp.retrieval.merge import ScoreRule, merge_results
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
-from ep_mcp.runtime import Library, PackRuntime
 
 SEP = "::"  # pack::path — a file named with its pack
 

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from ep_mcp.config import IndexEngine, PackSettings, Settings
+from ep_mcp.config.model import IndexEngine, PackSettings, Settings
 from ep_mcp.eval.golden import (
     GoldenSet,
     PackReport,
@@ -18,8 +18,8 @@ from ep_mcp.eval.golden import (
 )
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import PackRuntime
 
 logger = logging.getLogger(__name__)
 

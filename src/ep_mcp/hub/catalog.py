@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ep_mcp.errors import NextStep, QueryError
 from ep_mcp.hub.errors import SkillNotFoundError
-from ep_mcp.index.chunker import find_headings
+from ep_mcp.packs.headings import find_headings
 from ep_mcp.packs.models import Document, Pack
 from ep_mcp.text import ascii_words
 

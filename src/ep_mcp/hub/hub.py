@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import cast
 
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.errors import EmbeddingError, QueryError
 from ep_mcp.hub.catalog import (
     NameIndex,

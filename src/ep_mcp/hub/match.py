@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ep_mcp.config import HubSettings
+from ep_mcp.config.model import HubSettings
 from ep_mcp.retrieval import threshold as th
 
 MATCH_DEPTH = 5  # the first skills whose cards and sections count for coverage

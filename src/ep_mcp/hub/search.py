@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from ep_mcp.config import HubSettings, RetrievalSettings
+from ep_mcp.config.model import HubSettings, RetrievalSettings
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.hub.catalog import NameIndex, SkillEntry, card_text
 from ep_mcp.hub.llm import Candidate, LlmReranker

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ep_mcp.config import TapSettings
+from ep_mcp.config.model import TapSettings
 from ep_mcp.hub.errors import TapError
 from ep_mcp.hub.git import CREDENTIALS_DROPPED, Git, TapSource, parse_source, shown_url
 from ep_mcp.hub.results import UpdateResult

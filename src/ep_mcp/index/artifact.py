@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ep_mcp.config import PackSettings
+from ep_mcp.config.model import PackSettings
 from ep_mcp.index.embed.optimize import sha256_file
 from ep_mcp.index.manifest import (
     ARTIFACT_FORMAT,

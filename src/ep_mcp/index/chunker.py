@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ep_mcp.index.headings import Heading, HeadingPaths, find_headings
+from ep_mcp.packs.headings import Heading, HeadingPaths, find_headings
 from ep_mcp.packs.models import Document
 
 __all__ = ["Chunk", "Heading", "HeadingPaths", "chunk_document", "find_headings", "whole_text"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ep_mcp.config import IndexSettings
+from ep_mcp.config.model import IndexSettings
 from ep_mcp.index.chunker import Chunk
 from ep_mcp.index.embed.base import Embedder, windowed
 from ep_mcp.index.windows import WindowSpec, joined, plan_windows

@@ -33,7 +33,7 @@ from ep_mcp.index.schema import FORMAT_VERSION
 from ep_mcp.index.store import Store
 
 if TYPE_CHECKING:
-    from ep_mcp.config import IndexSettings, PackSettings
+    from ep_mcp.config.model import IndexSettings, PackSettings
     from ep_mcp.index.embed.base import EmbeddingSpec
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from ep_mcp.config import PackSettings
+from ep_mcp.config.model import PackSettings
 from ep_mcp.index.locate import Placement, home_index, place_index
 from ep_mcp.index.placement import (
     OWNER_KEY,

@@ -11,7 +11,7 @@ import re
 from types import ModuleType
 from typing import Any
 
-from ep_mcp.config import IndexSettings
+from ep_mcp.config.model import IndexSettings
 from ep_mcp.errors import ConfigError, IndexUnavailableError
 
 CONNECT_TIMEOUT_S = 5

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ep_mcp.config import IndexSettings
+from ep_mcp.config.model import IndexSettings
 from ep_mcp.errors import IndexBuildError, IndexUnavailableError, NotFoundError
 from ep_mcp.index import pgbm25
 from ep_mcp.index.embed.base import key_dimension

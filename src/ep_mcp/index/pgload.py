@@ -27,7 +27,7 @@ from typing import Any
 
 import apsw
 
-from ep_mcp.config import IndexSettings, memory_mb
+from ep_mcp.config.model import IndexSettings, memory_mb
 from ep_mcp.errors import ConfigError
 from ep_mcp.index.artifact import INDEX, ArtifactError, Manifest, check
 from ep_mcp.index.pgconnect import connect, psycopg_module, resolve_dsn

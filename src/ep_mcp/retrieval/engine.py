@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ep_mcp.config import RetrievalSettings
+from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, QueryError
 from ep_mcp.index.records import StoredChunk
 from ep_mcp.retrieval import threshold as th

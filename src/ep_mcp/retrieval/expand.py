@@ -6,7 +6,7 @@ it is there; neither changes the order of what the search ranked.
 
 from __future__ import annotations
 
-from ep_mcp.config import RetrievalSettings
+from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.index.records import StoredChunk
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.graph import graph_neighbours, merge_reserved

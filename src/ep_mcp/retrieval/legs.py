@@ -16,9 +16,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ep_mcp.config import RetrievalSettings
-from ep_mcp.errors import EmbeddingError
-from ep_mcp.index.embed.breaker import ProviderUnavailableError
+from ep_mcp.config.model import RetrievalSettings
+from ep_mcp.errors import EmbeddingError, ProviderUnavailableError
 from ep_mcp.retrieval.lexical import query_terms
 from ep_mcp.retrieval.source import ChunkSource, LegExecutors, QueryEmbedding
 from ep_mcp.retrieval.types import SearchRequest

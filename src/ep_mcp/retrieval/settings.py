@@ -10,7 +10,7 @@ import dataclasses
 import datetime as dt
 from typing import TypeVar
 
-from ep_mcp.config import RetrievalSettings
+from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.retrieval.boosts import BoostSettings
 from ep_mcp.retrieval.fallback import FallbackWeights
 from ep_mcp.retrieval.threshold import Floor, ThresholdSettings

@@ -20,18 +20,18 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from ep_mcp import logsafe
-from ep_mcp.config import ServerSettings, Settings
+from ep_mcp.config.model import ServerSettings, Settings
 from ep_mcp.errors import ConfigError, EpMcpError, ServeError
 from ep_mcp.index.embed.base import query_cost
-from ep_mcp.runtime import Library
-from ep_mcp.serve.artifacts import watching_artifacts
+from ep_mcp.library.runtime import Library
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.backfill import backfilling
+from ep_mcp.serve.background.artifacts import watching_artifacts
+from ep_mcp.serve.background.backfill import backfilling
+from ep_mcp.serve.background.watch import watching
 from ep_mcp.serve.context import ServeContext
-from ep_mcp.serve.mcp_server import build_server
+from ep_mcp.serve.mcp.server import build_server
 from ep_mcp.serve.querylog import QueryLog
 from ep_mcp.serve.startup import open_packs, warming
-from ep_mcp.serve.watch import watching
 from ep_mcp.tools.registry import tools
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def run_http(
 ) -> None:
     import uvicorn
 
-    from ep_mcp.serve.http_app import create_app  # start-up time: Starlette, HTTP only
+    from ep_mcp.serve.http.app import create_app  # start-up time: Starlette, HTTP only
 
     @contextlib.asynccontextmanager
     async def background() -> AsyncIterator[None]:
@@ -302,7 +302,7 @@ def worker_app(settings: Settings) -> Starlette:
     """The app of one `--workers` process: the same settings, no index build, no watcher."""
     import os
 
-    from ep_mcp.serve.http_app import create_app  # start-up time: Starlette, HTTP only
+    from ep_mcp.serve.http.app import create_app  # start-up time: Starlette, HTTP only
 
     logsafe.configure(settings.server.log_level)  # a spawned worker has no handler yet
     # no backfill here: an index found damaged is rebuilt whole, vectors included

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from urllib.parse import urlsplit
 
-from ep_mcp.config import EnvKeys
+from ep_mcp.config.model import EnvKeys
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import anyio.to_thread
 from mcp.server import Server, ServerRequestContext
 
 from ep_mcp.errors import NotFoundError
-from ep_mcp.runtime import Library, PackRuntime
+from ep_mcp.library.runtime import Library, PackRuntime
 from ep_mcp.serve.auth import Access
 from ep_mcp.serve.querylog import QueryLog
 from ep_mcp.serve.subscriptions import ChangeHub

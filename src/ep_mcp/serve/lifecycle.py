@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.serve import startup
 
 logger = logging.getLogger(__name__)

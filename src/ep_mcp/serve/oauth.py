@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from ep_mcp.config import OAuthSettings
+from ep_mcp.config.model import OAuthSettings
 from ep_mcp.serve.auth import TokenGrant
 from ep_mcp.serve.oauth_fetch import Backoff, Unavailable, fetch_json
 

@@ -20,9 +20,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from ep_mcp.config import OAuthSettings
+from ep_mcp.config.model import OAuthSettings
 from ep_mcp.serve import auth
-from ep_mcp.serve.middleware import error_response
+from ep_mcp.serve.http.middleware import error_response
 from ep_mcp.serve.oauth import HUB_SCOPE, PACK_SCOPE, Rejected, TokenVerifier
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The HTTP/1.1 protocol the service runs on: uvicorn's h11 protocol with one write per
-response (serve/wire.py) and two guards no ASGI middleware can give, as they act before a
+response (serve/http/wire.py) and two guards no ASGI middleware can give, as they act before a
 request exists:
 
 - **A header deadline.** A request's line and headers must all arrive within
@@ -25,8 +25,8 @@ import h11
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from ep_mcp.serve.middleware import CODES
-from ep_mcp.serve.wire import OneWriteH11Protocol
+from ep_mcp.serve.http.middleware import CODES
+from ep_mcp.serve.http.wire import OneWriteH11Protocol
 
 logger = logging.getLogger(__name__)
 

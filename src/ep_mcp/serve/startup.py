@@ -19,12 +19,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.errors import BuildStopped, ConfigError, EpMcpError
 
 if TYPE_CHECKING:  # what the model thread needs is imported first, the rest after it starts
     from ep_mcp.index.embed.base import Embedder
-    from ep_mcp.runtime import Library
+    from ep_mcp.library.runtime import Library
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -116,7 +116,9 @@ def open_packs(
     """Open every pack and (``build``) bring its index up to date, words first
     (``words_first``; None: unless embedding is trivial); ``"later"``: leave that to
     `finish`. Say what each pack warns of, and what is still to embed."""
-    from ep_mcp.opening import open_library  # start-up time: the stores, on the packs' thread
+    from ep_mcp.library.opening import (
+        open_library,  # start-up time: the stores, on the packs' thread
+    )
 
     if settings.home is None:
         raise ConfigError("no data directory — set EP_MCP_HOME or `home` in the config")
@@ -144,7 +146,7 @@ def open_packs(
 def finish(library: Library) -> None:
     """The start-up build of a library opened with ``build="later"`` (on a thread while the
     server answers); a failure is logged here and answered to every tool call."""
-    from ep_mcp.opening import finish_build  # start-up time: as in open_packs
+    from ep_mcp.library.opening import finish_build  # start-up time: as in open_packs
 
     if library.readiness.done.is_set():
         return  # opened with its build done (or none to do)

@@ -50,7 +50,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ep_mcp.errors import NotFoundError
 from ep_mcp.packs.models import Pack
-from ep_mcp.serve import guide, resources
+from ep_mcp.serve.mcp import guide, resources
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The pack tools: ep_search, ep_read, ep_list_topics, ep_graph_traverse (SPEC §5).
 
-Each is a JSON schema plus a handler over the core (`PackRuntime.search`, `ep_mcp.reading`)
+Each is a JSON schema plus a handler over the core (`PackRuntime.search`, `ep_mcp.packs.reading`)
 returning the core's record; the MCP server, `/search`, the workbench and the CLI's `search`
 reach them through the registry. Arguments are checked by `SearchRequest.from_args` and
 `ReadRequest.from_args`.
@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ep_mcp.errors import QueryError
-from ep_mcp.reading import MAX_PATH_CHARS, ReadRequest, list_topics, traverse
-from ep_mcp.reading_results import DocumentRead, Topics, Traversal
+from ep_mcp.packs.reading import MAX_PATH_CHARS, ReadRequest, list_topics, traverse
+from ep_mcp.packs.reading_results import DocumentRead, Topics, Traversal
 from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.tools.registry import Arguments, ToolContext, ToolSpec, register
@@ -28,8 +28,8 @@ from ep_mcp.tools.schema import (
 )
 
 if TYPE_CHECKING:
+    from ep_mcp.library.runtime import PackRuntime
     from ep_mcp.retrieval.merge import MergedResult
-    from ep_mcp.runtime import PackRuntime
 
 PACK_PROPERTY: dict[str, object] = {
     "type": "string",

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # annotations only: this module stays import-light
     from jsonschema.protocols import Validator
 
     from ep_mcp.hub.hub import SkillHub
-    from ep_mcp.runtime import Library
+    from ep_mcp.library.runtime import Library
 
 Arguments = Mapping[str, object]  # validated against the tool's input schema
 

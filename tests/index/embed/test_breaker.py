@@ -7,12 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from ep_mcp.errors import EmbeddingError
+from ep_mcp.errors import EmbeddingError, ProviderUnavailableError
 from ep_mcp.index.embed import HashingEmbedder, Matrix, QueryEmbeddingCache
 from ep_mcp.index.embed.breaker import (
     CircuitBreaker,
     GuardedEmbedder,
-    ProviderUnavailableError,
     accepts_calls,
     interactive,
     is_bounded,

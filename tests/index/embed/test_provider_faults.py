@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.index.embed import QueryEmbeddingCache, create_embedder
 from ep_mcp.index.embed.base import EmbeddingSpec
 from ep_mcp.index.embed.breaker import guard
-from ep_mcp.opening import open_library
+from ep_mcp.library.opening import open_library
+from ep_mcp.library.runtime import Library, PackRuntime
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library, PackRuntime
 from fake_provider import FAULTS, FakeProvider, serve
 
 KEY = "sk-canary-7c1e0f9d"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from workbench_support import (
     GOLDEN_QUERY,
     GOLDEN_TOP,
@@ -36,7 +36,7 @@ def save_reports(root: Path, settings: Settings) -> None:
     """Two evaluation reports of the example pack (a baseline and a later run)."""
     import os
 
-    from ep_mcp.config_env import resolve_environment
+    from ep_mcp.config.env import resolve_environment
     from ep_mcp.eval.golden import GoldenQuery, GoldenSet
     from ep_mcp.eval.report import build_report, save_report
     from ep_mcp.eval.run import evaluate_golden
@@ -85,7 +85,7 @@ def wb_ctx(wb_settings: Settings) -> Iterator[tuple[Any, Any]]:
 
 
 def make_app(wb_ctx: tuple[Any, Any], wb_settings: Settings) -> Any:
-    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.http.app import create_app
 
     serve, ring = wb_ctx
     return create_app(serve, wb_settings.server, ring)

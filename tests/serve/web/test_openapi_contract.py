@@ -37,7 +37,7 @@ def one_pack_url(wb_root: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """The example pack alone, so most generated searches reach the engine (200s); the
     three-pack server is checked too, where most are refused (400/401/404)."""
     from ep_mcp.serve.app import open_context
-    from ep_mcp.serve.http_app import create_app
+    from ep_mcp.serve.http.app import create_app
 
     one = settings_for(tmp_path_factory.mktemp("one"), [{"path": str(wb_root / "example")}])
     serve, ring = open_context(one)

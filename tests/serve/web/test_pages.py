@@ -186,7 +186,7 @@ def test_the_eval_page_shows_per_pack_and_category_tables_misses_and_the_differe
 def test_openapi_describes_search_health_and_packs_from_the_handlers_parameters(
     wb_app: Any,
 ) -> None:
-    from ep_mcp.serve.search_api import SEARCH_PARAMS
+    from ep_mcp.serve.http.search_api import SEARCH_PARAMS
 
     doc = get(wb_app, "/openapi.json").json()
     assert doc["openapi"].startswith("3.1")

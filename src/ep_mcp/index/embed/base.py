@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
 
-from ep_mcp.config import EmbeddingSpec
+from ep_mcp.config.model import EmbeddingSpec
 
 if TYPE_CHECKING:  # numpy stays unimported until vectors are made (fast `ep-mcp index` no-op)
     import numpy as np

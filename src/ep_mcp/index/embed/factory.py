@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from ep_mcp.config import Settings, default_home
+from ep_mcp.config.model import Settings, default_home
 from ep_mcp.index.embed.base import Embedder
 
 

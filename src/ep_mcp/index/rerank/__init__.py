@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from ep_mcp.config import RerankerKind, RerankerSettings
+from ep_mcp.config.model import RerankerKind, RerankerSettings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index.rerank.base import Scorer
 from ep_mcp.index.rerank.guard import GuardedReranker

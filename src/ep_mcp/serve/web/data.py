@@ -16,10 +16,10 @@ from ep_mcp.eval.report import history, load_report, only_packs
 from ep_mcp.index.embed.base import providers
 from ep_mcp.index.embed.registry import register_builtins
 from ep_mcp.json_types import JsonObject
-from ep_mcp.reading_results import DocumentRead
+from ep_mcp.library.runtime import Library, PackRuntime
+from ep_mcp.packs.reading_results import DocumentRead
 from ep_mcp.retrieval.settings import today_of
 from ep_mcp.retrieval.types import SearchResult
-from ep_mcp.runtime import Library, PackRuntime
 from ep_mcp.serve.web.health import IndexState, PackHealth, pack_health
 from ep_mcp.tools.registry import ToolContext, call_tool_record
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from starlette.datastructures import MutableHeaders
 from starlette.types import Scope
 
-from ep_mcp.serve.middleware import HeaderEdit, ResponseHeadersMiddleware
+from ep_mcp.serve.http.middleware import HeaderEdit, ResponseHeadersMiddleware
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

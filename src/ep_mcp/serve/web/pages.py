@@ -23,11 +23,11 @@ from starlette.routing import Route
 
 from ep_mcp.errors import BadRequest, EpMcpError, QueryError, Refused
 from ep_mcp.eval.report_html import render_body
-from ep_mcp.reading import ReadRequest
-from ep_mcp.runtime import Library
+from ep_mcp.library.runtime import Library
+from ep_mcp.packs.reading import ReadRequest
 from ep_mcp.serve import auth
 from ep_mcp.serve.context import ServeContext, run_sync, until_ready
-from ep_mcp.serve.search_api import parse_params
+from ep_mcp.serve.http.search_api import parse_params
 from ep_mcp.serve.web import data, views
 from ep_mcp.serve.web.health import health_html
 

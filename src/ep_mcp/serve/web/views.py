@@ -13,7 +13,7 @@ from html import escape
 from urllib.parse import quote, urlencode
 
 from ep_mcp.eval import svg
-from ep_mcp.reading_results import DocumentRead, Span
+from ep_mcp.packs.reading_results import DocumentRead, Span
 from ep_mcp.retrieval.types import Hit, SearchResult
 from ep_mcp.serve.web.markdown import render_markdown
 

@@ -21,7 +21,7 @@ import datetime
 from collections.abc import Mapping
 from pathlib import Path
 
-from ep_mcp.config import EnvKeys, Settings, default_home
+from ep_mcp.config.model import EnvKeys, Settings, default_home
 from ep_mcp.errors import ConfigError
 
 # the variable holding each HTTP provider's key (the embedders' own defaults; a test keeps

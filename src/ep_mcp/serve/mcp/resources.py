@@ -13,7 +13,7 @@ from urllib.parse import quote, unquote
 
 from ep_mcp.errors import NotFoundError
 from ep_mcp.packs.models import Pack
-from ep_mcp.serve.skill_publish import snapshot_of
+from ep_mcp.serve.mcp.skill_publish import snapshot_of
 
 MAX_URI_CHARS = 4096
 JSON = "application/json"

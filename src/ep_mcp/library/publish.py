@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp import __version__
-from ep_mcp.config import IndexEngine, PackSettings, Settings
+from ep_mcp.config.model import IndexEngine, PackSettings, Settings
 from ep_mcp.hub.git import Git
 from ep_mcp.index import artifact
 from ep_mcp.index.artifact import ArtifactError, Manifest
@@ -210,7 +210,9 @@ def _build(
 ) -> tuple[int, dict[str, Any], list[str]]:
     """Index the snapshot in ``staging``; query once so the file profiles' vectors are cached
     in the index (replicas open it read-only and would embed them on every start)."""
-    from ep_mcp.runtime import PackRuntime  # start-up time: numpy; check_location needs none
+    from ep_mcp.library.runtime import (
+        PackRuntime,  # start-up time: numpy; check_location needs none
+    )
 
     assert settings.home is not None
     local = dataclasses.replace(

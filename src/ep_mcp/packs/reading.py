@@ -14,11 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ep_mcp.errors import LIST_FILES, LIST_TOPICS, NotFoundError, QueryError
-from ep_mcp.index.chunker import Heading, find_headings
 from ep_mcp.packs.fragments import TOP, anchors, fragment_id, holds_span, split_fragment_id
+from ep_mcp.packs.headings import Heading, find_headings
 from ep_mcp.packs.models import Document, Pack
-from ep_mcp.packs.references import resolve_reference
-from ep_mcp.reading_results import (
+from ep_mcp.packs.reading_results import (
     DocumentInfo,
     DocumentRead,
     GraphEdge,
@@ -30,6 +29,7 @@ from ep_mcp.reading_results import (
     Topics,
     Traversal,
 )
+from ep_mcp.packs.references import resolve_reference
 
 MAX_PATH_CHARS = 1024
 # The messages every front door (MCP, the workbench, the CLI) gives for a bad read.

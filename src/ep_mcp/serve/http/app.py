@@ -2,7 +2,7 @@
 `/openapi.json` and the workbench pages (serve/web/).
 
 `/mcp` serves every pack the caller may see, `/packs/{slug}/mcp` one pack. Middleware screens
-every request (serve/middleware.py); each MCP endpoint then decides, from the route the router
+every request (serve/http/middleware.py); each MCP endpoint then decides, from the route the router
 matched and the Bearer key or access token (serve/oauth_http.py), what the caller may see, and
 hands the request to the MCP server built for exactly that access — or refuses it. A request
 that was not decided reaches no server. Every error is `{"error": {"code", "message"}}`;
@@ -31,13 +31,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from ep_mcp.config import ServerSettings
+from ep_mcp.config.model import ServerSettings
 from ep_mcp.index.buildstate import overall
 from ep_mcp.serve import auth
 from ep_mcp.serve.context import ServeContext
-from ep_mcp.serve.mcp_fast import answer_tool_call
-from ep_mcp.serve.mcp_server import build_server
-from ep_mcp.serve.middleware import (
+from ep_mcp.serve.http.middleware import (
     BodyLimitMiddleware,
     ErrorBoundaryMiddleware,
     NoStoreMiddleware,
@@ -47,9 +45,11 @@ from ep_mcp.serve.middleware import (
     read_body,
     replay,
 )
+from ep_mcp.serve.http.ratelimit import RateLimiter
+from ep_mcp.serve.http.search_api import search_endpoint
+from ep_mcp.serve.mcp.fast import answer_tool_call
+from ep_mcp.serve.mcp.server import build_server
 from ep_mcp.serve.oauth_http import Gate, metadata_routes
-from ep_mcp.serve.ratelimit import RateLimiter
-from ep_mcp.serve.search_api import search_endpoint
 from ep_mcp.serve.web import SecurityHeadersMiddleware, web_routes
 
 logger = logging.getLogger(__name__)
@@ -369,7 +369,7 @@ def create_app(
 
     async def openapi(request: Request) -> Response:
         from ep_mcp.serve.context import version
-        from ep_mcp.serve.openapi import openapi_document
+        from ep_mcp.serve.http.openapi import openapi_document
 
         return JSONResponse(openapi_document(version()))
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from ep_mcp.config import PackSettings, Settings
+from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.errors import ConfigError, NotFoundError, ReadOnlyIndexError
-from ep_mcp.opening import open_library
-from ep_mcp.reading import find_document
+from ep_mcp.library.opening import open_library
+from ep_mcp.packs.reading import find_document
 
 
 @pytest.mark.parametrize("path", ["./a.md", "./.a.md"])

@@ -24,8 +24,7 @@ import pydantic_core
 from mcp.shared.exceptions import MCPError
 
 from ep_mcp.errors import EpMcpError
-from ep_mcp.runtime import PackRuntime
-from ep_mcp.serve import guide, resources
+from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.serve.auth import Access
 from ep_mcp.serve.context import (
     Ctx,
@@ -37,7 +36,8 @@ from ep_mcp.serve.context import (
     until_ready,
     version,
 )
-from ep_mcp.serve.skill_publish import install_skills
+from ep_mcp.serve.mcp import guide, resources
+from ep_mcp.serve.mcp.skill_publish import install_skills
 from ep_mcp.serve.subscriptions import SubscribableServer, install_subscriptions
 from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
 

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Literal
 
-from ep_mcp.config import IndexEngine, PackSettings, Settings
+from ep_mcp.config.model import IndexEngine, PackSettings, Settings
 from ep_mcp.errors import (
     BuildStopped,
     ConfigError,
@@ -25,9 +25,9 @@ from ep_mcp.errors import (
 from ep_mcp.index.embed.base import Embedder, query_cost
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.index.store import Store
+from ep_mcp.library.runtime import Library, PackRuntime, Readiness, retry_reopened
 from ep_mcp.packs.loader import empty_pack_message
 from ep_mcp.retrieval.source import LegExecutors
-from ep_mcp.runtime import Library, PackRuntime, Readiness, retry_reopened
 
 logger = logging.getLogger(__name__)
 

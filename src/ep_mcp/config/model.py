@@ -347,17 +347,17 @@ def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = Non
             loaded = {}
         if not isinstance(loaded, Mapping):
             raise ConfigError(f"{path}: the config must be a YAML mapping at the top level")
-        from ep_mcp.config_compat import translate_reference
+        from ep_mcp.config.compat import translate_reference
 
         data = translate_reference(loaded)
         base = path.resolve().parent
-    from ep_mcp.config_compat import old_hub_key
-    from ep_mcp.config_schema import build_dataclass, config_problems_error
+    from ep_mcp.config.compat import old_hub_key
+    from ep_mcp.config.schema import build_dataclass, config_problems_error
 
     problems: list[str] = []
     data, deprecations = old_hub_key(data or {}, problems)
     settings: Settings = build_dataclass(Settings, data, "", base, problems)
-    from ep_mcp.config_checks import check_settings
+    from ep_mcp.config.checks import check_settings
 
     problems += check_settings(settings)
     if problems:

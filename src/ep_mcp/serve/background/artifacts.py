@@ -21,12 +21,12 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-from ep_mcp.config import IndexEngine
+from ep_mcp.config.model import IndexEngine
 from ep_mcp.errors import EpMcpError
 from ep_mcp.index import artifact
+from ep_mcp.library.runtime import Library, PackRuntime
 from ep_mcp.retrieval.source import ServedIndex
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.runtime import Library, PackRuntime
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ep_mcp.serve import auth
-from ep_mcp.serve.ratelimit import RateLimiter
+from ep_mcp.serve.http.ratelimit import RateLimiter
 
 logger = logging.getLogger(__name__)
 

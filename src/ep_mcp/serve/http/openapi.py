@@ -8,8 +8,8 @@ contract cannot drift from the code. Error statuses share the one error envelope
 from __future__ import annotations
 
 from ep_mcp.json_types import JsonObject
-from ep_mcp.serve.middleware import CODES
-from ep_mcp.serve.search_api import MAX_VECTOR_DIM, QUERY_PARAM, SEARCH_PARAMS
+from ep_mcp.serve.http.middleware import CODES
+from ep_mcp.serve.http.search_api import MAX_VECTOR_DIM, QUERY_PARAM, SEARCH_PARAMS
 
 ERROR_STATUSES = (400, 401, 403, 404, 413, 422, 429, 503)
 ERROR = {

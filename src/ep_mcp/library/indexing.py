@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ep_mcp import __version__
-from ep_mcp.config import Settings
+from ep_mcp.config.model import Settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index import diskerrors, fastcheck
 
@@ -49,7 +49,7 @@ def update_index(settings: Settings) -> IndexOutcome:
             "cpu_seconds": time.process_time() - cpu_started,
         }
         return IndexOutcome(state.slug, state.index, report, tuple(state.warnings))
-    from ep_mcp.opening import open_library  # start-up time: the fast path loads no numpy
+    from ep_mcp.library.opening import open_library  # start-up time: the fast path loads no numpy
 
     lib = open_library(settings, home, build=False, say_empty=False)
     try:

@@ -5,7 +5,7 @@ hide in a list, a quote or a fence, or be an underlined (setext) one. A body non
 lines could open such a block (no code indentation or tab, no quote, list, rule, fence, HTML,
 link reference, underline or indented ``#``) and with only plain line breaks is *flat*: its
 headings are exactly its ATX lines (``# Title``), read here the way markdown-it reads them
-(``tests/index/test_headings.py`` compares the two on many generated bodies). SciFact's
+(``tests/packs/test_headings.py`` compares the two on many generated bodies). SciFact's
 abstracts are all but 18 flat; finding their headings takes ~0.1 CPU-s instead of ~0.4.
 """
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from ep_mcp.errors import DiskFullError, EpMcpError
 from ep_mcp.index.buildstate import BuildCancelled
 from ep_mcp.index.embed.breaker import accepts_calls
-from ep_mcp.runtime import Library
+from ep_mcp.library.runtime import Library
 
 logger = logging.getLogger(__name__)
 

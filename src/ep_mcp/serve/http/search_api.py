@@ -19,8 +19,8 @@ from starlette.responses import JSONResponse, Response
 
 from ep_mcp.errors import BadRequest, EpMcpError
 from ep_mcp.json_types import JsonObject
+from ep_mcp.library.runtime import Library
 from ep_mcp.retrieval.types import MAX_RESULTS, out_of_range
-from ep_mcp.runtime import Library
 from ep_mcp.serve import auth
 from ep_mcp.serve.context import ServeContext, run_sync, until_ready
 from ep_mcp.serve.oauth_http import Gate

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ep_mcp.errors import DiskFullError, EpMcpError
+from ep_mcp.library.runtime import Library, PackRuntime
 from ep_mcp.packs.models import Pack
-from ep_mcp.runtime import Library, PackRuntime
 
 logger = logging.getLogger(__name__)
 progress_log = logging.getLogger("ep_mcp.progress")  # shown by the CLI at its default level

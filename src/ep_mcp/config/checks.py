@@ -10,7 +10,7 @@ import datetime
 import difflib
 from enum import StrEnum
 
-from ep_mcp.config import (
+from ep_mcp.config.model import (
     DEFAULT_RERANK_MODEL,
     Fusion,
     IndexEngine,
@@ -20,7 +20,7 @@ from ep_mcp.config import (
     VectorEngine,
     memory_mb,
 )
-from ep_mcp.config_schema import did_you_mean
+from ep_mcp.config.schema import did_you_mean
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 PACK_KINDS = ("expertpack", "skills", "markdown")
@@ -378,7 +378,7 @@ def check_settings(settings: Settings) -> list[str]:
 
 def validate(settings: Settings) -> None:
     """Raise one ConfigError listing every problem of ``settings`` (none: return)."""
-    from ep_mcp.config_schema import config_problems_error
+    from ep_mcp.config.schema import config_problems_error
 
     problems = check_settings(settings)
     if problems:

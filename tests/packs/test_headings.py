@@ -8,7 +8,7 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ep_mcp.index.headings import _flat_headings, _parsed_headings, is_flat
+from ep_mcp.packs.headings import _flat_headings, _parsed_headings, is_flat
 
 _LINE_STARTS = [
     "",
@@ -87,8 +87,8 @@ def test_serving_and_flat_bodies_do_not_import_the_markdown_parser() -> None:
     # a restart with nothing changed parses no file: the parser's import (~50 modules) waits
     code = (
         "import sys\n"
-        "import ep_mcp.opening, ep_mcp.serve.app, ep_mcp.serve.mcp_server\n"
-        "from ep_mcp.index.headings import _flat_headings\n"
+        "import ep_mcp.library.opening, ep_mcp.serve.app, ep_mcp.serve.mcp.server\n"
+        "from ep_mcp.packs.headings import _flat_headings\n"
         "assert _flat_headings('# Title\\n\\ntext\\n', 0)[0].title == 'Title'\n"
         "print('markdown_it' in sys.modules)\n"
     )

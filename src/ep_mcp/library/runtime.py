@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ep_mcp.config import IndexEngine, PackSettings, Settings
+from ep_mcp.config.model import IndexEngine, PackSettings, Settings
 from ep_mcp.errors import (
     BuildingError,
     EpMcpError,

@@ -1,0 +1,1 @@
+"""The settings: the model, its schema and checks, the environment, loading."""

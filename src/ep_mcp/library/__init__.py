@@ -1,0 +1,1 @@
+"""What is served: the packs' runtimes, opening them, indexing and publishing."""

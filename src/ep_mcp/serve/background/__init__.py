@@ -1,0 +1,1 @@
+"""What runs beside a server: the watcher, backfill and artifact swaps."""

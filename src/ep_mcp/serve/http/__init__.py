@@ -1,0 +1,1 @@
+"""The HTTP app: routes, middleware, the rate limit, /search and its contract."""

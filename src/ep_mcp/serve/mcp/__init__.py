@@ -1,0 +1,1 @@
+"""The MCP server: tools, resources, prompts, the guide and skill publishing."""
