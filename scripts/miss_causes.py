@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config.load import load_settings
-
 from ep_mcp.eval.golden import find_pack, load_golden_dir, select_split, with_refusals
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.factory import make_embedder

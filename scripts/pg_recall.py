@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.index.pgindex import PgIndex
 from ep_mcp.index.store import Store

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from ep_mcp.config.load import load_settings
 
 from ep_mcp.cli import main
+from ep_mcp.config.load import load_settings
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

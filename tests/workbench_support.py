@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from ep_mcp.config.load import load_settings
-
 from ep_mcp.config.model import Settings
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "src" / "ep_mcp" / "example_pack"

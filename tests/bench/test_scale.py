@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
-from ep_mcp.config.load import load_settings
 
 from ep_mcp.bench.scale import CLIENTS, render, scale_row
+from ep_mcp.config.load import load_settings
 
 
 def test_a_scale_row_measures_build_size_memory_and_latency(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from ep_mcp.config.load import load_settings
 
 from conftest import wait_healthy
+from ep_mcp.config.load import load_settings
 from ep_mcp.errors import ConfigError
 from fake_provider import serve
 

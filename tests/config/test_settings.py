@@ -3,8 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import Settings
 from ep_mcp.errors import ConfigError
 

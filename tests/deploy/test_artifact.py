@@ -150,7 +150,6 @@ def test_serving_an_artifact_needs_only_its_folder(
     garden: Path, tmp_path: Path, publish_to: Callable[..., Published]
 ) -> None:
     from ep_mcp.config.load import load_settings
-
     from ep_mcp.library.opening import open_library
     from ep_mcp.retrieval.types import SearchRequest
 
@@ -176,7 +175,6 @@ def test_serving_an_artifact_needs_only_its_folder(
 
 def test_an_artifact_pack_with_nothing_published_is_a_clear_error(tmp_path: Path) -> None:
     from ep_mcp.config.load import load_settings
-
     from ep_mcp.library.opening import open_library
 
     settings = load_settings(data={"packs": [{"artifact": str(tmp_path / "none")}]})

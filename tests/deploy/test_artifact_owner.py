@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from ep_mcp.config.load import load_settings
 
 from ep_mcp.cli import main
+from ep_mcp.config.load import load_settings
 from ep_mcp.index import artifact
 from ep_mcp.index.artifact import ArtifactError
 from ep_mcp.library.opening import open_library

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from ep_mcp.config.load import load_settings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -166,7 +166,6 @@ def test_the_compose_server_runs_on_postgres_and_the_publisher_loads_into_it() -
 
 def test_the_postgres_configs_load_as_settings() -> None:
     from ep_mcp.config.load import load_settings
-
     from ep_mcp.config.model import IndexSettings
 
     if "engine" not in {f.name for f in dataclasses.fields(IndexSettings)}:

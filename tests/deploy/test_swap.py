@@ -10,8 +10,8 @@ from pathlib import Path
 
 import apsw
 import pytest
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.index import artifact
 from ep_mcp.library.opening import open_library
 from ep_mcp.library.publish import Published

@@ -3,9 +3,9 @@ import math
 from pathlib import Path
 
 import pytest
-from ep_mcp.config.load import load_settings
 
 from ep_mcp.bench.query import run_beir
+from ep_mcp.config.load import load_settings
 from ep_mcp.errors import NotFoundError
 from ep_mcp.eval.beir import load_beir, materialise
 from ep_mcp.eval.metrics import ndcg_at, percentile, recall_at

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index import integrity
 from ep_mcp.index.owned import owner_in

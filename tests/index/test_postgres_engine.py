@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ep_mcp.config.load import load_settings
 
 from conftest import EXAMPLE_PACK, seed_compiled_model
+from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import Settings
 from ep_mcp.errors import ConfigError, EpMcpError, IndexUnavailableError
 from ep_mcp.index.pgload import Loaded, publish_version

@@ -110,6 +110,8 @@ def test_duplicate_skill_names_are_disambiguated_with_a_warning(write: Writer) -
 
 
 def test_a_new_kind_of_pack_is_one_registration(tmp_path: Path) -> None:
+    from ep_mcp.config.load import load_settings
+    from ep_mcp.errors import ConfigError
     from ep_mcp.packs import loader
     from ep_mcp.packs.markdown import load_markdown
 
@@ -130,6 +132,11 @@ def test_a_new_kind_of_pack_is_one_registration(tmp_path: Path) -> None:
         assert loader.detect_kind(tmp_path) == "notes"
         assert loader.load_pack(tmp_path).document("a.md") is not None
         assert list(loader.READERS)[-1] == "markdown"
+        # the config accepts it with no second edit, and its message names it among the kinds
+        data = {"packs": [{"path": str(tmp_path), "kind": "notes"}]}
+        assert load_settings(data=data).packs[0].kind == "notes"
+        with pytest.raises(ConfigError, match="must be expertpack, skills, notes or markdown"):
+            load_settings(data={"packs": [{"path": str(tmp_path), "kind": "note"}]})
     finally:
         loader.READERS.clear()
         loader.READERS.update(saved)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import Fusion, IndexSettings, PackSettings, RetrievalSettings, Settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index.embed.base import Embedder, EmbeddingSpec, Matrix

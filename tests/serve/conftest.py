@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ep_mcp.config.load import load_settings
 
 from ep_mcp.config.env import resolve_environment
+from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import Settings
 from ep_mcp.serve.auth import KeyRing
 

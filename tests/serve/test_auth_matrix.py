@@ -19,8 +19,8 @@ from urllib.parse import unquote
 
 import anyio
 import pytest
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import HubSettings, TapSettings
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.context import ServeContext

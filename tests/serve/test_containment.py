@@ -15,11 +15,11 @@ from urllib.parse import quote
 import anyio
 import pytest
 from click.testing import CliRunner
-from ep_mcp.config.load import load_settings
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from ep_mcp.cli import main
+from ep_mcp.config.load import load_settings
 from ep_mcp.serve.mcp.server import build_server
 from ep_mcp.tools.registry import ToolContext, call_tool
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import anyio
 import pytest
-from ep_mcp.config.load import load_settings
 from mcp import Client
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.serve.mcp.server import build_server
 
 FILLER = "Plain words to make the section long enough to stand as its own chunk. " * 6

@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx2
 import pytest
-from ep_mcp.config.load import load_settings
 
 from diskfull import fill, fill_disk, remount, tmpfs
+from ep_mcp.config.load import load_settings
 from ep_mcp.errors import DiskFullError
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing

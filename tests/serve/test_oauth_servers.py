@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.http import app as http_app
 from oauth_as import AuthServer, free_port, serving

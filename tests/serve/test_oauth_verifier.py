@@ -12,8 +12,8 @@ from typing import Any
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import OAuthSettings
 from ep_mcp.errors import ConfigError
 from ep_mcp.serve import auth

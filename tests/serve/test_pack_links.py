@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ep_mcp.config.load import load_settings
 
 from ep_mcp.config.env import resolve_environment
+from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import PackSettings, ServerSettings, Settings
 from ep_mcp.errors import EpMcpError
 from ep_mcp.index import artifact

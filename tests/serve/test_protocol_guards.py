@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.serve.app import _uvicorn_options
 from ep_mcp.serve.auth import KeyRing

@@ -98,7 +98,6 @@ def test_completion_never_names_a_pack_the_caller_cannot_see(open_ctx: Any) -> N
 
 def test_completions_stop_at_the_protocols_hundred(tmp_path: Path) -> None:
     from ep_mcp.config.load import load_settings
-
     from ep_mcp.serve.app import open_context
 
     pack = tmp_path / "many"

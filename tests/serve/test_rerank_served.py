@@ -11,10 +11,10 @@ from typing import Any
 
 import anyio
 import pytest
-from ep_mcp.config.load import load_settings
 from mcp import Client
 from starlette.testclient import TestClient
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
 from ep_mcp.serve.mcp.server import build_server

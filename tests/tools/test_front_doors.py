@@ -16,10 +16,10 @@ import anyio
 import httpx2
 import pytest
 from click.testing import CliRunner
-from ep_mcp.config.load import load_settings
 from mcp import Client
 
 from ep_mcp.cli import main
+from ep_mcp.config.load import load_settings
 from ep_mcp.errors import BadRequest, EpMcpError, NotFoundError, Refused
 from ep_mcp.packs.loader import load_pack
 from ep_mcp.packs.reading import NEIGHBORS_NEED_SECTION, PATH_OR_ID, find_document

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from ep_mcp.config.load import load_settings
 
 from ep_mcp.cli import main
+from ep_mcp.config.load import load_settings
 from ep_mcp.hub.git import Git
 from ep_mcp.library.opening import open_library
 from ep_mcp.tools.registry import ToolContext, call_tool

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+from collections.abc import Sequence
 from enum import StrEnum
 
 from ep_mcp.config.model import (
@@ -23,7 +24,6 @@ from ep_mcp.config.model import (
 from ep_mcp.config.schema import did_you_mean
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-PACK_KINDS = ("expertpack", "skills", "markdown")
 MIN_BUILD_MB, MAX_BUILD_MB = 64, 64 * 1024  # index.pg_build_memory (PostgreSQL's default is 64)
 MAX_HEADER_TIMEOUT_S = 600.0  # server.header_timeout_s: a bound, not "forever"
 
@@ -134,7 +134,11 @@ def _limits(settings: Settings) -> list[str]:
     return out
 
 
-def _server_and_packs(settings: Settings) -> list[str]:
+def _one_of(choices: Sequence[str]) -> str:
+    return ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else "".join(choices)
+
+
+def _server_and_packs(settings: Settings, pack_kinds: Sequence[str]) -> list[str]:
     srv = settings.server
     out = _choice("server.transport", srv.transport, Transport)
     if srv.log_level.upper() not in LOG_LEVELS:
@@ -169,10 +173,10 @@ def _server_and_packs(settings: Settings) -> list[str]:
             f"packs: duplicate slug(s) {', '.join(sorted(dupes))} — give each pack a unique slug"
         )
     for i, p in enumerate(settings.packs):
-        if p.kind not in (None, *PACK_KINDS):
+        if p.kind is not None and p.kind not in pack_kinds:
             out.append(
-                f"packs[{i}].kind: must be expertpack, skills or markdown — got {p.kind!r}"
-                + did_you_mean(p.kind or "", PACK_KINDS)
+                f"packs[{i}].kind: must be {_one_of(pack_kinds)} — got {p.kind!r}"
+                + did_you_mean(p.kind, pack_kinds)
             )
     return out
 
@@ -348,14 +352,11 @@ def _oauth(settings: Settings) -> list[str]:
     return out
 
 
-def provider_problem(provider: str, key: str = "embedding.provider") -> str | None:
-    """The problem of an embedding provider name no provider is registered under (the
-    built-ins, and any a plugin registered before the settings were read), else None."""
-    from ep_mcp.index.embed.base import providers
-    from ep_mcp.index.embed.registry import register_builtins
-
-    register_builtins()
-    known = providers()
+def provider_problem(
+    provider: str, known: Sequence[str], key: str = "embedding.provider"
+) -> str | None:
+    """The problem of an embedding provider name not among ``known`` (the registry's names,
+    passed in by the loader: the settings model imports no provider), else None."""
     if provider in known:
         return None
     close = difflib.get_close_matches(provider, known, n=1, cutoff=0.6)
@@ -363,23 +364,17 @@ def provider_problem(provider: str, key: str = "embedding.provider") -> str | No
     return f"{key}: unknown provider {provider!r}{hint} (known: {', '.join(known)})"
 
 
-def check_settings(settings: Settings) -> list[str]:
-    """Every range and choice problem of ``settings``, each with its key path."""
-    problem = provider_problem(settings.embedding.provider)
+def check_settings(
+    settings: Settings, *, providers: Sequence[str], pack_kinds: Sequence[str]
+) -> list[str]:
+    """Every range and choice problem of ``settings``, each with its key path; ``providers``
+    and ``pack_kinds`` are what the registries hold (`config.load` asks them)."""
+    problem = provider_problem(settings.embedding.provider, providers)
     return [
         *_retrieval(settings),
         *_limits(settings),
         *_reranker(settings),
-        *_server_and_packs(settings),
+        *_server_and_packs(settings, pack_kinds),
         *_oauth(settings),
         *([problem] if problem else []),
     ]
-
-
-def validate(settings: Settings) -> None:
-    """Raise one ConfigError listing every problem of ``settings`` (none: return)."""
-    from ep_mcp.config.schema import config_problems_error
-
-    problems = check_settings(settings)
-    if problems:
-        raise config_problems_error(problems, None)

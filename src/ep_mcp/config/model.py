@@ -6,15 +6,11 @@ valid key; the environment is read once at the edge (config_env.py).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
-
-from ep_mcp.errors import ConfigError
 
 
 class Transport(StrEnum):
@@ -327,39 +323,3 @@ def default_home(env: Mapping[str, str]) -> Path:
         return Path(env["EP_MCP_HOME"]).expanduser().absolute()
     base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return (Path(base) / "ep-mcp").absolute()
-
-
-def load_settings(path: Path | None = None, data: Mapping[str, Any] | None = None) -> Settings:
-    """Read and validate a config file (or mapping). Nothing starts before this succeeds."""
-    base: Path | None = None
-    if path is not None:
-        from ep_mcp.packs.yamlsafe import YamlError, load_yaml_file
-
-        try:
-            loaded = load_yaml_file(path)
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot read config {path}: {exc.strerror} — check the path"
-            ) from exc
-        except YamlError as exc:
-            raise ConfigError(str(exc)) from exc
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, Mapping):
-            raise ConfigError(f"{path}: the config must be a YAML mapping at the top level")
-        from ep_mcp.config.compat import translate_reference
-
-        data = translate_reference(loaded)
-        base = path.resolve().parent
-    from ep_mcp.config.compat import old_hub_key
-    from ep_mcp.config.schema import build_dataclass, config_problems_error
-
-    problems: list[str] = []
-    data, deprecations = old_hub_key(data or {}, problems)
-    settings: Settings = build_dataclass(Settings, data, "", base, problems)
-    from ep_mcp.config.checks import check_settings
-
-    problems += check_settings(settings)
-    if problems:
-        raise config_problems_error(problems, path)
-    return dataclasses.replace(settings, deprecations=deprecations) if deprecations else settings

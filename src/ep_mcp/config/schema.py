@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from ep_mcp.config.compat import reference_keys
 from ep_mcp.config.model import PackSettings, TapSettings
 from ep_mcp.errors import ConfigError
 
@@ -118,8 +119,6 @@ LIST_KEYS_UP_TO = 15  # an unknown key in a section this small is answered with 
 
 
 def _unknown_key(key_path: str, key: str, names: Iterable[str], section: str) -> str:
-    from ep_mcp.config.compat import reference_keys
-
     known = sorted(n for n in names if not n.startswith("_"))
     hint = did_you_mean(key, [*known, *sorted(reference_keys(section))])
     if hint:

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import RerankerKind, RerankerSettings
 from ep_mcp.errors import ConfigError, RerankError
 from ep_mcp.index.rerank import GuardedReranker, make_reranker
