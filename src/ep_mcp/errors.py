@@ -109,6 +109,11 @@ class EmbeddingError(EpMcpError):
     """An embedding provider failed (network, key, dimension, model)."""
 
 
+class ProviderUnavailableError(EmbeddingError):
+    """The circuit is open: the provider is not called until its cool-down has passed (its
+    message says why, what happens meanwhile and when; raised by ``index.embed.breaker``)."""
+
+
 class RerankError(EpMcpError):
     """The reranker failed or ran past its budget: the query keeps the unreranked order."""
 

@@ -16,10 +16,9 @@ import numpy as np
 from ep_mcp.config.model import IndexEngine, Settings
 from ep_mcp.eval.beir import BeirAnswer, BeirReport, evaluate_run, load_beir, materialise
 from ep_mcp.eval.metrics import percentile
-from ep_mcp.eval.run import open_runtime
+from ep_mcp.eval.run import open_runtime, served_from_postgres
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.factory import make_embedder
-from ep_mcp.index.pgload import Loaded
 from ep_mcp.index.store import ChunkRecord, FileRecord, FileWrite, Store
 from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.retrieval import engine
@@ -107,48 +106,6 @@ def run_beir(
         served_k=served_k,
         k=k,
     )
-
-
-def load_into_postgres(settings: Settings, index: Path, slug: str, *, suffix: str = "") -> Loaded:
-    """A built SQLite ``index`` loaded into PostgreSQL (``index.dsn``) as the current version
-    of ``slug``, named by the file's checksum and ``suffix`` (a second run finds it loaded)."""
-    from ep_mcp import __version__
-    from ep_mcp.index import artifact
-    from ep_mcp.index.pgload import load_index
-
-    digest = artifact.file_sha256(index)
-    store = Store(index, read_only=True, vector_engine="numpy")
-    try:
-        counts, features = store.counts(), store.features()
-    finally:
-        store.close()
-    manifest = artifact.Manifest(
-        slug=slug,
-        version=f"bench-{digest[:16]}{suffix}",
-        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        ep_mcp_version=__version__,
-        content_hash=digest,
-        files=counts["files"],
-        git_commit=None,
-        index_sha256=digest,
-        index_bytes=index.stat().st_size,
-        schema_version=artifact.schema_version(index),
-        features=features,
-        chunks=counts["chunks"],
-        build_key={},
-    )
-    loaded = load_index(settings.index, index, manifest, keep=2)
-    logger.info("loaded into PostgreSQL in %.1f s (%s)", loaded.seconds, loaded.schema)
-    return loaded
-
-
-def served_from_postgres(rt: PackRuntime, settings: Settings) -> PackRuntime:
-    """``rt``'s SQLite index loaded into PostgreSQL, and a runtime serving that version
-    (``rt`` is closed)."""
-    index, embedder, home, config = rt.sqlite.path, rt.embedder, rt.home, rt.config
-    rt.close()
-    load_into_postgres(settings, index, config.slug or rt.slug)
-    return PackRuntime(config, settings, embedder, home)
 
 
 @dataclass(frozen=True)

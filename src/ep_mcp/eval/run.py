@@ -18,6 +18,7 @@ from ep_mcp.eval.golden import (
 )
 from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.index.pgload import load_into_postgres
 from ep_mcp.library.runtime import PackRuntime
 from ep_mcp.retrieval.types import SearchRequest
 
@@ -55,11 +56,18 @@ def open_served(
     built in ``work`` is loaded into ``index.dsn`` and a runtime serving that version returned."""
     if settings.index.engine != IndexEngine.POSTGRES:
         return open_runtime(folder, settings, embedder, work)
-    from ep_mcp.bench.query import served_from_postgres  # bench imports this module
-
     sqlite = dataclasses.replace(settings.index, engine=IndexEngine.SQLITE)
     built = open_runtime(folder, dataclasses.replace(settings, index=sqlite), embedder, work)
     return served_from_postgres(built, settings)
+
+
+def served_from_postgres(rt: PackRuntime, settings: Settings) -> PackRuntime:
+    """``rt``'s SQLite index loaded into PostgreSQL, and a runtime serving that version
+    (``rt`` is closed)."""
+    index, embedder, home, config = rt.sqlite.path, rt.embedder, rt.home, rt.config
+    rt.close()
+    load_into_postgres(settings, index, config.slug or rt.slug)
+    return PackRuntime(config, settings, embedder, home)
 
 
 def evaluate_golden(

@@ -27,10 +27,19 @@ from typing import Any
 
 import apsw
 
-from ep_mcp.config.model import IndexSettings, memory_mb
+from ep_mcp import __version__
+from ep_mcp.config.model import IndexSettings, Settings, memory_mb
 from ep_mcp.errors import ConfigError
-from ep_mcp.index.artifact import INDEX, ArtifactError, Manifest, check
+from ep_mcp.index.artifact import (
+    INDEX,
+    ArtifactError,
+    Manifest,
+    check,
+    file_sha256,
+    schema_version,
+)
 from ep_mcp.index.pgconnect import connect, psycopg_module, resolve_dsn
+from ep_mcp.index.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -334,3 +343,32 @@ def _copy_postings(conn: Any, src: apsw.Connection) -> int:
 def psycopg_ready() -> None:
     """Raise the friendly error when psycopg is not installed."""
     psycopg_module()
+
+
+def load_into_postgres(settings: Settings, index: Path, slug: str, *, suffix: str = "") -> Loaded:
+    """A built SQLite ``index`` loaded into PostgreSQL (``index.dsn``) as the current version
+    of ``slug``, named by the file's checksum and ``suffix`` (a second run finds it loaded)."""
+    digest = file_sha256(index)
+    store = Store(index, read_only=True, vector_engine="numpy")
+    try:
+        counts, features = store.counts(), store.features()
+    finally:
+        store.close()
+    manifest = Manifest(
+        slug=slug,
+        version=f"bench-{digest[:16]}{suffix}",
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        ep_mcp_version=__version__,
+        content_hash=digest,
+        files=counts["files"],
+        git_commit=None,
+        index_sha256=digest,
+        index_bytes=index.stat().st_size,
+        schema_version=schema_version(index),
+        features=features,
+        chunks=counts["chunks"],
+        build_key={},
+    )
+    loaded = load_index(settings.index, index, manifest, keep=2)
+    logger.info("loaded into PostgreSQL in %.1f s (%s)", loaded.seconds, loaded.schema)
+    return loaded

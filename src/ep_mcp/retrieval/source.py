@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 from ep_mcp.index.records import StoredChunk
 
@@ -118,8 +118,10 @@ class ServedIndex(ChunkSource, Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
 class QueryEmbedding(Protocol):
-    """How a query becomes a vector, and whether that is already paid for."""
+    """How a query becomes a vector, and whether that is already paid for (the index's
+    ``QueryEmbeddingCache`` is one)."""
 
     def embed_query(self, text: str) -> Vector: ...
 
@@ -177,9 +179,8 @@ class LegExecutors:
 
 
 def query_embedding(embedder: QueryEmbedder | None) -> QueryEmbedding | None:
-    """How the engine embeds a query: through the embedder's query cache when it has one."""
-    from ep_mcp.index.embed.cache import QueryEmbeddingCache
-
+    """How the engine embeds a query: through the embedder's query cache when it is one (it
+    says what is cached), else uncached."""
     if embedder is None:
         return None
-    return embedder if isinstance(embedder, QueryEmbeddingCache) else Uncached(embedder)
+    return embedder if isinstance(embedder, QueryEmbedding) else Uncached(embedder)

@@ -20,17 +20,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
-from ep_mcp.errors import EmbeddingError
+from ep_mcp.errors import EmbeddingError, ProviderUnavailableError
 from ep_mcp.index.embed.base import Embedder, Matrix
 
 logger = logging.getLogger(__name__)
 
 State = Literal["closed", "open", "half-open"]
 T = TypeVar("T")
-
-
-class ProviderUnavailableError(EmbeddingError):
-    """The circuit is open: the provider is not called until its cool-down has passed."""
 
 
 class ModelLoadingError(ProviderUnavailableError):

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from ep_mcp.config.load import known_providers
 from ep_mcp.errors import ConfigError, Refused
 from ep_mcp.eval.report import history, load_report, only_packs
-from ep_mcp.index.embed.base import providers
-from ep_mcp.index.embed.registry import register_builtins
 from ep_mcp.json_types import JsonObject
 from ep_mcp.library.runtime import Library, PackRuntime
 from ep_mcp.packs.reading_results import DocumentRead
@@ -71,9 +70,8 @@ def provider_of(model: str | None, configured: str) -> str | None:
     test provider `hashing` names its vectors `fake/…`); None for a lexical-only index."""
     if model is None:
         return None
-    register_builtins()
     prefix = model.split("/", 1)[0]
-    return prefix if prefix in providers() else configured
+    return prefix if prefix in known_providers() else configured
 
 
 def report_names(rt: PackRuntime) -> set[str]:
