@@ -27,11 +27,12 @@ from typing import ClassVar
 
 from ep_mcp.config.model import EmbeddingSpec, PackSettings, Settings
 from ep_mcp.eval.metrics import percentile
+from ep_mcp.json_types import JsonObject
 from ep_mcp.library.opening import open_library
 from ep_mcp.library.runtime import Library
 from ep_mcp.retrieval.types import SearchRequest
 
-Report = dict[str, object]
+Report = JsonObject  # the bench's JSON report
 
 
 def write_pack(root: Path, files: int = 60) -> Path:

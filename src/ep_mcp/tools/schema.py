@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ep_mcp.errors import QueryError
+from ep_mcp.json_types import JsonObject
 
-JsonSchema = dict[str, object]
+JsonSchema = JsonObject  # a JSON schema is a JSON object (one alias: json_types.JsonObject)
 
 
 def input_object(properties: Mapping[str, object], required: tuple[str, ...] = ()) -> JsonSchema:
