@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ep_mcp.bench.first_answer import first_answer
+from ep_mcp.bench.restart import restart_in_process
 from ep_mcp.errors import IndexBuildError
 
 EDIT = "\n\nBenchmark edit: one more sentence, appended to the body.\n"
@@ -171,7 +173,6 @@ def _cold_start(
 ) -> dict[str, Any]:
     """`ep-mcp serve` on the never-indexed pack from a home with nothing in it (no compiled
     model: the first start ever), before anything else of the run has warmed it."""
-    from ep_mcp.bench.first_answer import first_answer
 
     home = {**env, "EP_MCP_HOME": str(work / "cold-home")}
     load = os.getloadavg()
@@ -191,14 +192,12 @@ def _first_answers(
     copy: Path, index: Path, env: Mapping[str, str], provider: str | None, query: str
 ) -> dict[str, Any]:
     """`ep-mcp serve` on the pack with no index, then restarted once its index is complete."""
-    from ep_mcp.bench.first_answer import first_answer
 
     fresh = first_answer(index_command(), copy, index, env, query, provider=provider)
     restarts = [
         first_answer(index_command(), copy, index, env, query, provider=provider) for _ in range(3)
     ]
     best = min(restarts, key=lambda r: r["first_answer_s"])
-    from ep_mcp.bench.restart import restart_in_process
 
     in_process = [restart_in_process(copy, index, _with(env, provider), query) for _ in range(3)]
     return {

@@ -18,6 +18,7 @@ from ep_mcp.eval.beir import BeirAnswer, BeirReport, evaluate_run, load_beir, ma
 from ep_mcp.eval.metrics import percentile
 from ep_mcp.eval.run import open_runtime, served_from_postgres
 from ep_mcp.index.embed.base import Embedder
+from ep_mcp.index.embed.cache import QueryEmbeddingCache
 from ep_mcp.index.embed.factory import make_embedder
 from ep_mcp.index.store import ChunkRecord, FileRecord, FileWrite, Store
 from ep_mcp.library.runtime import PackRuntime
@@ -156,7 +157,6 @@ def query_latency(
 ) -> list[Latency]:
     """p50/p95 of whole searches: embedding each query, then with its embedding cached; and
     of the model alone embedding one query (what "embedding the query" is compared with)."""
-    from ep_mcp.index.embed.cache import QueryEmbeddingCache
 
     emb = rt.embedder
     base = emb.embedder if isinstance(emb, QueryEmbeddingCache) else emb

@@ -21,6 +21,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ep_mcp.config.env import resolve_environment
+from ep_mcp.config.model import PackSettings, Settings
+from ep_mcp.errors import IndexBuildError
+from ep_mcp.serve import startup
+from ep_mcp.tools.registry import ToolContext, call_tool
+
 # the child: the CLI imported first, as `ep-mcp serve` has it (a process of its own, as
 # `bench.index` runs the CLI: nothing of ours imports the CLI module)
 CHILD = (
@@ -39,11 +45,6 @@ def measure(started: float, pack: str, index_dir: str, query: str) -> dict[str, 
         out[f"{name}_s"] = round(time.perf_counter() - started, 3)
         out[f"{name}_cpu_s"] = round(time.process_time(), 3)
         out[f"{name}_main_cpu_s"] = round(time.thread_time(), 3)
-
-    from ep_mcp.config.env import resolve_environment
-    from ep_mcp.config.model import PackSettings, Settings
-    from ep_mcp.serve import startup
-    from ep_mcp.tools.registry import ToolContext, call_tool
 
     mark("imports")
     packs = (PackSettings(path=Path(pack).resolve(), index_dir=Path(index_dir)),)
@@ -79,8 +80,6 @@ def restart_in_process(
         check=False,
     )
     if proc.returncode != 0:
-        from ep_mcp.errors import IndexBuildError
-
         raise IndexBuildError(f"the in-process restart failed: {proc.stderr.strip()[-500:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result

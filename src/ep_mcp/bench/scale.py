@@ -34,7 +34,9 @@ import numpy as np
 from ep_mcp.bench.query import _VOCAB, synthetic_store
 from ep_mcp.config.model import Settings
 from ep_mcp.eval.metrics import percentile
-from ep_mcp.index.pgload import load_into_postgres
+from ep_mcp.index.pgconnect import connect, resolve_dsn
+from ep_mcp.index.pgindex import PgIndex, current_version
+from ep_mcp.index.pgload import flip, load_into_postgres
 from ep_mcp.index.store import Store
 from ep_mcp.retrieval import engine
 from ep_mcp.retrieval.source import ChunkSource
@@ -202,7 +204,6 @@ def _backend_cpu_s(pid: int) -> float:
 def measure_postgres(path: Path, settings: Settings, queries: int, chunks: int) -> EngineRow:
     """Load ``path`` into PostgreSQL (``index.dsn``) and time ``queries`` searches on it; the
     server's CPU is its backend's, read from /proc (the server must be on this machine)."""
-    from ep_mcp.index.pgindex import PgIndex
 
     started = time.perf_counter()
     loaded = load_into_postgres(settings, path, f"synthetic-{chunks}")
@@ -263,9 +264,6 @@ def first_new_answer(
 ) -> float:
     """Seconds from flipping ``slug`` to a second version of ``path`` to the first search
     answered from it, while ``CLIENTS`` threads search and a poller swaps (see the module)."""
-    from ep_mcp.index.pgconnect import connect, resolve_dsn
-    from ep_mcp.index.pgindex import PgIndex, current_version
-    from ep_mcp.index.pgload import flip
 
     new = load_into_postgres(settings, path, slug, suffix="-next").version  # now current
     dsn = resolve_dsn(settings.index)

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from ep_mcp.config.model import Settings
 from ep_mcp.eval import floors
+from ep_mcp.eval.beir import load_beir, materialise
 from ep_mcp.eval.golden import GoldenSet, find_pack, select_split, with_refusals
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.factory import make_embedder
@@ -115,7 +116,6 @@ def collect(
 def collect_beir(folder: Path, settings: Settings, work: Path, k: int = 10) -> list[QueryRow]:
     """A BEIR set's queries as answerable rows: ``train`` as ``dev`` (it may choose the floor),
     ``test`` as ``test`` (reported). A hit is relevant when its document is judged so."""
-    from ep_mcp.eval.beir import load_beir, materialise
 
     emb = make_embedder(settings)
     rows: list[QueryRow] = []

@@ -20,6 +20,7 @@ from typing import Any
 
 from ep_mcp.errors import ConfigError, NotFoundError
 from ep_mcp.eval.metrics import first_rank, hit_rate, mean_reciprocal_rank
+from ep_mcp.packs.yamlsafe import YamlError, load_yaml_file
 
 CUTOFFS = (1, 3, 5)
 MUST_NOT_DEPTH = 5
@@ -139,7 +140,6 @@ def _split(value: Any, where: str) -> str:
 
 def load_golden(path: Path) -> GoldenSet:
     """One golden YAML file (``pack:`` and ``queries:``), checked for shape."""
-    from ep_mcp.packs.yamlsafe import YamlError, load_yaml_file
 
     try:
         data = load_yaml_file(path)
@@ -176,7 +176,6 @@ def load_golden(path: Path) -> GoldenSet:
 def load_refusals(folder: Path, rel: str) -> tuple[GoldenQuery, ...]:
     """The pack authors' out-of-scope questions (``category: refusal`` in their benchmark file),
     as test-only negatives."""
-    from ep_mcp.packs.yamlsafe import YamlError, load_yaml_file
 
     path = folder / rel
     try:

@@ -23,6 +23,7 @@ from ep_mcp.eval.golden import (
     PackReport,
     find_pack,
     judge,
+    metrics,
     report,
     select_split,
     with_refusals,
@@ -166,8 +167,6 @@ def render_merged(reports: Sequence[MergedReport]) -> str:
     for rep in reports:
         lines.append(row(rep.pack, rep.single.split, rep.single.overall, rep.merged.overall))
     if reports:
-        from ep_mcp.eval.golden import metrics
-
         a = metrics(o for r in reports for o in r.single.outcomes)
         b = metrics(o for r in reports for o in r.merged.outcomes)
         lines.append(row("ALL", reports[0].single.split, a, b))

@@ -39,6 +39,7 @@ from ep_mcp.index.manifest import (
     read_manifest,
     write_manifest,
 )
+from ep_mcp.index.schema import MIGRATIONS
 
 __all__ = [
     "ARTIFACT_FORMAT",
@@ -207,7 +208,6 @@ _RO_URI = 0x00000001 | 0x00000040  # SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
 
 def known_schema() -> int:
     """The newest index schema this ep-mcp reads and writes (its number of migrations)."""
-    from ep_mcp.index.schema import MIGRATIONS
 
     return len(MIGRATIONS)
 

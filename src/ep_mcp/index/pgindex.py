@@ -28,6 +28,7 @@ from ep_mcp.index.pgconnect import connect, first_line, psycopg_module, resolve_
 from ep_mcp.index.pgload import schema_name
 from ep_mcp.index.reads import StoreReads
 from ep_mcp.index.records import StoredChunk
+from ep_mcp.index.vectors import dimension_error
 
 if TYPE_CHECKING:
     import numpy as np
@@ -290,7 +291,6 @@ class PgIndex:
         """Nearest chunks by cosine similarity, best first, as (chunk_id, similarity)."""
         if not self.has_vectors() or n <= 0:
             return []
-        from ep_mcp.index.vectors import dimension_error
 
         dim = self.dimension()
         if dim is not None and query.shape[0] != dim:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.to_thread
 from mcp.server import Server, ServerRequestContext
 
+from ep_mcp import __version__
 from ep_mcp.errors import NotFoundError
 from ep_mcp.library.runtime import Library, PackRuntime
 from ep_mcp.serve.auth import Access
@@ -78,7 +79,6 @@ async def run_sync(serve: ServeContext, fn: Callable[..., T], *args: object) -> 
 
 
 def version() -> str:
-    from ep_mcp import __version__
 
     return __version__
 

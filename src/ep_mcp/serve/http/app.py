@@ -34,7 +34,7 @@ from starlette.types import Message, Receive, Scope, Send
 from ep_mcp.config.model import ServerSettings
 from ep_mcp.index.buildstate import overall
 from ep_mcp.serve import auth
-from ep_mcp.serve.context import ServeContext
+from ep_mcp.serve.context import ServeContext, version
 from ep_mcp.serve.http.middleware import (
     BodyLimitMiddleware,
     ErrorBoundaryMiddleware,
@@ -45,6 +45,7 @@ from ep_mcp.serve.http.middleware import (
     read_body,
     replay,
 )
+from ep_mcp.serve.http.openapi import openapi_document
 from ep_mcp.serve.http.ratelimit import RateLimiter
 from ep_mcp.serve.http.search_api import search_endpoint
 from ep_mcp.serve.mcp.fast import answer_tool_call
@@ -368,8 +369,6 @@ def create_app(
         return await search_endpoint(request, serve, gate, error_response)
 
     async def openapi(request: Request) -> Response:
-        from ep_mcp.serve.context import version
-        from ep_mcp.serve.http.openapi import openapi_document
 
         return JSONResponse(openapi_document(version()))
 

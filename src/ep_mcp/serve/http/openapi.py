@@ -10,6 +10,7 @@ from __future__ import annotations
 from ep_mcp.json_types import JsonObject
 from ep_mcp.serve.http.middleware import CODES
 from ep_mcp.serve.http.search_api import MAX_VECTOR_DIM, QUERY_PARAM, SEARCH_PARAMS
+from ep_mcp.tools.pack_tools import SEARCH_OUTPUT
 
 ERROR_STATUSES = (400, 401, 403, 404, 413, 422, 429, 503)
 ERROR = {
@@ -111,7 +112,6 @@ def _search_body() -> JsonObject:
 
 def openapi_document(version: str) -> JsonObject:
     """The OpenAPI 3.1 document of the plain HTTP API."""
-    from ep_mcp.tools.pack_tools import SEARCH_OUTPUT
 
     params = [
         {

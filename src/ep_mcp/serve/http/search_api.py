@@ -24,6 +24,7 @@ from ep_mcp.retrieval.types import MAX_RESULTS, out_of_range
 from ep_mcp.serve import auth
 from ep_mcp.serve.context import ServeContext, run_sync, until_ready
 from ep_mcp.serve.oauth_http import Gate
+from ep_mcp.tools.pack_tools import SEARCH_INPUT
 from ep_mcp.tools.registry import ToolContext, call_tool
 
 logger = logging.getLogger(__name__)
@@ -107,7 +108,6 @@ class Param:
 
 
 def _tool_property(name: str) -> dict[str, object]:
-    from ep_mcp.tools.pack_tools import SEARCH_INPUT
 
     properties = SEARCH_INPUT["properties"]
     assert isinstance(properties, Mapping)
