@@ -49,6 +49,7 @@ def config_check(path: Path) -> Check:
 def _install_checks() -> list[Check]:
     import apsw
 
+    # start-up: doctor's checks load the store (numpy, sqlite-vec) only when run
     from ep_mcp import __version__
     from ep_mcp.index.store import sqlite_vec_status
 
@@ -166,6 +167,7 @@ def _tool_checks(env: Mapping[str, str]) -> list[Check]:
 
 def _model_check() -> Check:
     try:
+        # optional: the local model (onnxruntime, tokenizers) may not be installed
         from ep_mcp.index.embed.local import LocalEmbedder
 
         started = time.perf_counter()

@@ -17,9 +17,11 @@ def publish_artifact(
 ) -> None:
     """Build the pack into ``out/<slug>/<version>``, make it current, say what happened;
     ``to`` postgres: then load that version into PostgreSQL and make it current there."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.library.publish import publish
 
     if to == "postgres":
+        # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
         from ep_mcp.index.pgconnect import connect, resolve_dsn
         from ep_mcp.index.pgload import check_publishable
 
@@ -29,6 +31,7 @@ def publish_artifact(
     m = done.manifest
     loaded = None
     if to == "postgres":
+        # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
         from ep_mcp.index.pgload import publish_version
 
         loaded = publish_version(settings.index, done.version_dir, keep)
@@ -65,6 +68,7 @@ def publish_artifact(
 
 def check_artifact(location: Path, as_json: bool) -> None:
     """Verify the artifact(s) at ``location``; an `ArtifactError` is the one failing line."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.library.publish import check_location
 
     manifests = check_location(location)

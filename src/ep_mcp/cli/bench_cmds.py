@@ -29,6 +29,7 @@ PARTS = ("fifo", "damage", "provider")
 @fail_cleanly
 def bench_reliability_cmd(parts: tuple[str, ...], work: Path | None, as_json: bool) -> None:
     """A FIFO in a served pack, each kind of damaged index, a failing embedding provider."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.bench.reliability import render, run_reliability
 
     chosen = parts or PARTS

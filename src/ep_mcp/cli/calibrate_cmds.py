@@ -25,6 +25,7 @@ from ep_mcp.errors import ConfigError
 def model_target(out: Path | None, replace: bool, home: Path, stamp: str) -> Path:
     """Where the refitted model goes: ``out`` (an existing file only with ``replace``); with
     no ``out``, a new file under ``home`` — or, with ``replace``, the packaged model."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.retrieval.confidence_file import packaged_path
 
     if out is None:
@@ -75,6 +76,7 @@ def calibrate_cmd(
 ) -> None:
     """Fit `confidence` and `answerable` on the dev split; print ECE and the operating point
     (the `min_answerable` chosen on dev) for dev and test."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.eval import calibrate as cal
     from ep_mcp.eval.golden import load_golden, load_golden_dir
     from ep_mcp.eval.svg import reliability

@@ -124,6 +124,7 @@ def eval_cmd(
 
     Constants are tuned on the dev split; the test split is held out for reporting.
     """
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.eval.golden import load_golden, load_golden_dir, render_table
     from ep_mcp.eval.report import build_report, load_report, save_report
     from ep_mcp.eval.report_html import render_document, write_plots
@@ -192,6 +193,7 @@ def _eval_merged(
     work: Path,
     as_json: bool,
 ) -> None:
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.eval.golden import load_golden, load_golden_dir
     from ep_mcp.eval.merged import evaluate_merged, render_merged
 
@@ -250,6 +252,7 @@ def beir_cmd(
 
     The served figure (first) is what ep_search answers, floor included: a query answered with
     nothing scores 0. The floor-off figure ranks every query whole (include_low_confidence)."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.bench.query import run_beir
 
     settings, home = _settings(config, provider)
@@ -309,6 +312,7 @@ def query_cmd(
     as_json: bool,
 ) -> None:
     """Query latency p50/p95 on PACK: embedding the query, cached, and lexical only."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.bench.query import Latency, cold_over_model, query_latency, synthetic_latency
     from ep_mcp.eval.golden import load_golden
     from ep_mcp.eval.run import open_runtime
@@ -378,6 +382,7 @@ def scale_cmd(
     as_json: bool,
 ) -> None:
     """Build time, file size, RSS and p50/p95 query latency of synthetic N-chunk indexes."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.bench.scale import ENGINES, render, scale_row
 
     settings, home = _settings(config, None)

@@ -61,6 +61,7 @@ def _open_one(
     build: bool = True,
     config: Path | None = None,
 ) -> tuple[Library, PackRuntime]:
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.library.opening import open_library
 
     settings = pack_settings(pack, provider, index_dir, config)
@@ -118,6 +119,7 @@ def index_cmd(
     With --out DIR the index is published as an artifact for `serve` (docs/deploy.md);
     `ep-mcp index --check DIR` verifies one and exits 1 with one line when it is not sound.
     """
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.cli import artifact_cmds
 
     if check is not None:
@@ -133,6 +135,7 @@ def index_cmd(
     if out is not None:
         artifact_cmds.publish_artifact(settings, out, keep, force, as_json, to)
         return
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.library.indexing import update_index
 
     try:
@@ -168,6 +171,7 @@ def _print_index(pack: Path, done: IndexOutcome, as_json: bool) -> None:
     for warning in warnings:
         warn(f"warning: {warning}")
     if not report["files"]:
+        # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
         from ep_mcp.packs.loader import empty_pack_message
 
         click.echo(f"warning: {one_line(empty_pack_message(pack.resolve()))}", err=True)
@@ -200,6 +204,7 @@ def render_result(result: SearchResult) -> str:
 
 def _search(lib: Library, args: Mapping[str, object], explain: bool) -> SearchResult:
     """`ep_search` through the registry, as the MCP tool and `/search` call it."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.retrieval.types import SearchResult
     from ep_mcp.tools.registry import ToolContext, call_tool_record
 
@@ -254,6 +259,7 @@ def search_cmd(
     as_json: bool,
 ) -> None:
     """Search PACK for QUERY (the index is brought up to date first)."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.retrieval.types import SearchRequest
     from ep_mcp.tools.registry import get_tool, validate_arguments
 
@@ -270,6 +276,7 @@ def search_cmd(
     try:
         result = lib.retry_reopened(lambda _: _search(lib, args, explain))  # damage: once more
         rt = lib.get()
+        # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
         from ep_mcp.packs.reading import filter_warnings
 
         for warning in filter_warnings(rt.pack, type_, tag_list):
@@ -281,6 +288,7 @@ def search_cmd(
             for note in result.notes:
                 warn(f"note: {note}")
             if explain:
+                # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
                 from ep_mcp.retrieval.explain import render_explain
 
                 click.echo(render_explain(result.explain))
@@ -294,6 +302,7 @@ def search_cmd(
 @fail_cleanly
 def validate_cmd(pack: Path, as_json: bool) -> None:
     """Report every problem found in PACK, with file and line. Exits 1 when there are any."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.packs.loader import load_pack
     from ep_mcp.packs.validate import no_frontmatter_files, validate_pack
 
@@ -321,6 +330,7 @@ def validate_cmd(pack: Path, as_json: bool) -> None:
                 + ", ".join(one_line(name) for name in skipped)
             )
         if not loaded.documents:
+            # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
             from ep_mcp.packs.loader import empty_pack_message
 
             click.echo(f"warning: {one_line(empty_pack_message(loaded.root))}", err=True)
@@ -339,6 +349,7 @@ def doctor_cmd(config: Path | None, as_json: bool) -> None:
     """Check the installation: versions, SQLite, sqlite-vec, the local model, the data
     directory (indexes, taps), the outside tools (git, gh, an LLM) and, with --config, the
     config file (its problems and deprecated keys)."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.config.model import default_home
     from ep_mcp.doctor import config_check, run_checks
 
@@ -376,6 +387,7 @@ def bench_index_cmd(
     """Time a full build, a no-change re-index and a one-file change of PACK (fresh processes)."""
     import tempfile  # here, not at the top: no other command needs it
 
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.bench.index import bench_index, render
 
     if not pack.is_dir():

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 def load_one(pack: Path, config: Path | None) -> Pack:
     """PACK as the server reads it: slug, kind and file-size limit from --config when given."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.packs.loader import load_pack
 
     settings = pack_settings(pack, None, None, config)
@@ -57,6 +58,7 @@ def read_cmd(
 
     List the files with `ep-mcp topics PACK`. --json answers what the ep_read tool answers.
     """
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.packs.reading import ReadRequest, find_document
 
     # ep_read's own checks (no call_tool here: the CLI reads the pack from disk, no index)
@@ -102,6 +104,7 @@ def render_read(read: DocumentRead) -> str:
 @fail_cleanly
 def topics_cmd(pack: Path, doc_type: str | None, config: Path | None, as_json: bool) -> None:
     """List the files of PACK by frontmatter type, with their titles (like ep_list_topics)."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.packs.reading import list_topics
 
     topics = list_topics(load_one(pack, config), doc_type)
@@ -142,6 +145,7 @@ def graph_cmd(
     as_json: bool,
 ) -> None:
     """Files linked to START (a file path or node id of PACK), like ep_graph_traverse."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.packs.reading import traverse
 
     walk = traverse(load_one(pack, config), start, depth, edge_kinds)

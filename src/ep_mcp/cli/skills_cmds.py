@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 @contextmanager
 def open_hub(config: Path | None) -> Iterator[SkillHub]:
     settings = resolve_settings(config)
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.hub.hub import SkillHub
 
     hub = SkillHub(settings, os.environ)
@@ -64,6 +65,7 @@ def _reindex_line(report: ReindexReport) -> str:
 @fail_cleanly
 def tap_cmd(source: str, allow_file: bool, config: Path | None, as_json: bool) -> None:
     """Clone a skills repository (https URL, git@host:owner/repo, owner/repo) and index it."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.hub.git import CREDENTIALS_DROPPED, strip_credentials
 
     if strip_credentials(source)[1]:
@@ -336,6 +338,7 @@ def bench_skills_cmd(
 ) -> None:
     """Hub ranking quality (hit@1/hit@5/MRR per mode), with --match the no-match floor chosen
     on dev and its effect on test, and with --scale reindex/search times."""
+    # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
     from ep_mcp.bench import hub as hub_bench
 
     settings = resolve_settings(config)
@@ -348,6 +351,7 @@ def bench_skills_cmd(
                 skills_root, golden, base / "quality", settings, os.environ, mode_list
             )
         if match:
+            # start-up: a command's code is imported when it runs (`ep-mcp --help` stays fast)
             from ep_mcp.bench import hub_match
 
             dense = any(m != "lexical" for m in mode_list)

@@ -93,6 +93,7 @@ class SkillHub:
 
     def embedder(self) -> Embedder | None:
         if self._embedder is None and self._embedder_arg == AUTO:
+            # start-up: the embedder (numpy, a model) loads on the hub's first search
             from ep_mcp.index.embed.factory import make_embedder
 
             self._embedder = make_embedder(self.settings)
@@ -198,6 +199,7 @@ class SkillHub:
         want_dense = bool(state.get("dense", False))
         embedder = self.embedder() if want_dense else None
         if self._count_tokens is None:
+            # start-up: the embedder (numpy, a model) loads on the hub's first search
             from ep_mcp.index.embed.factory import token_counter
 
             self._count_tokens = token_counter()

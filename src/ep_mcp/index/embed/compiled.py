@@ -58,6 +58,7 @@ def is_built(cache_dir: Path) -> bool:
         runtime = str(loaded or importlib.metadata.version("onnxruntime"))
     except (ImportError, importlib.metadata.PackageNotFoundError):
         return False
+    # local imports this module; and onnxruntime loads only to compile
     from ep_mcp.index.embed.optimize import is_built as built
 
     return built(model_pkg.SHA256, cache_dir, runtime)
@@ -127,11 +128,13 @@ def main(argv: list[str]) -> int:
         return 2
     folder = Path(argv[0])
     try:
+        # local imports this module; and onnxruntime loads only to compile
         from ep_mcp.index.buildlock import exclusive
 
         folder.mkdir(parents=True, exist_ok=True)
         with exclusive(folder / LOCK_NAME):
             if not is_built(folder):  # another child may have built it meanwhile
+                # local imports this module; and onnxruntime loads only to compile
                 from ep_mcp.index.embed import local
 
                 local.build_optimised(folder)

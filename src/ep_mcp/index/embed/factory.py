@@ -13,6 +13,7 @@ from ep_mcp.index.embed.base import Embedder
 def token_counter() -> Callable[[str], int]:
     """Tokens as the embedding model counts them (the chunk ceiling uses this count); its
     ``batch`` attribute counts many texts in one parallel call."""
+    # optional: a provider's module and its dependency load only when chosen
     from ep_mcp.index.embed.local import count_tokens, count_tokens_batch
 
     def counted(text: str) -> int:
@@ -25,6 +26,7 @@ def token_counter() -> Callable[[str], int]:
 def make_embedder(settings: Settings) -> Embedder | None:
     """The configured provider wrapped in a breaker and a query cache; None for `none`. Its key
     and endpoint come in ``settings.embedding``, resolved at the edge."""
+    # optional: a provider's module and its dependency load only when chosen
     from ep_mcp.index.embed import QueryEmbeddingCache, create_embedder
     from ep_mcp.index.embed.breaker import guard
 

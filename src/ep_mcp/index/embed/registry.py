@@ -31,12 +31,14 @@ def _none(spec: EmbeddingSpec, env: dict[str, str]) -> Embedder | None:
 
 
 def _local(spec: EmbeddingSpec, env: dict[str, str]) -> Embedder | None:
+    # optional: a provider's module and its dependency load only when chosen
     from ep_mcp.index.embed.local import LocalEmbedder
 
     return LocalEmbedder(spec)
 
 
 def _hashing(spec: EmbeddingSpec, env: dict[str, str]) -> Embedder | None:
+    # optional: a provider's module and its dependency load only when chosen
     from ep_mcp.index.embed.fake import hashing_factory
 
     return hashing_factory(spec, env)
@@ -44,6 +46,7 @@ def _hashing(spec: EmbeddingSpec, env: dict[str, str]) -> Embedder | None:
 
 def _remote(provider: str) -> EmbedderFactory:
     def factory(spec: EmbeddingSpec, env: dict[str, str]) -> Embedder | None:
+        # optional: a provider's module and its dependency load only when chosen
         from ep_mcp.index.embed.providers import PROVIDERS
 
         return PROVIDERS[provider](spec, env)

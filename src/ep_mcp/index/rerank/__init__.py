@@ -27,6 +27,7 @@ def _inner(settings: RerankerSettings) -> Scorer:
     kind = RerankerKind(settings.kind)
     timeout_s = settings.budget_ms / 1000.0 + 1.0  # the guard's budget decides; this bounds
     if kind in (RerankerKind.HTTP, RerankerKind.CHAT):
+        # optional: a reranker's module and its dependency load only when chosen
         from ep_mcp.index.rerank.http import ChatReranker, RerankApi
 
         _needed(settings.endpoint, "endpoint", kind)
@@ -35,12 +36,14 @@ def _inner(settings: RerankerSettings) -> Scorer:
             return ChatReranker(endpoint, settings.model, key, timeout_s)
         return RerankApi(endpoint, settings.model, key, timeout_s, settings.api_style)
     if kind is RerankerKind.ONNX:
+        # optional: a reranker's module and its dependency load only when chosen
         from ep_mcp.index.rerank.onnx import OnnxCrossEncoder
 
         _needed(settings.onnx_model, "onnx_model", kind)
         _needed(settings.tokenizer, "tokenizer", kind)
         assert settings.onnx_model is not None and settings.tokenizer is not None  # for mypy
         return OnnxCrossEncoder(settings.onnx_model, settings.tokenizer, settings.max_length)
+    # optional: a reranker's module and its dependency load only when chosen
     from ep_mcp.index.rerank.sentence import CrossEncoderReranker
 
     return CrossEncoderReranker(settings.model)
