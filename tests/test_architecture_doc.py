@@ -76,3 +76,42 @@ def test_the_layers_contract_names_every_package() -> None:
         modules = {f"{package}.{p.stem}" for p in (SRC / package.split(".")[1]).glob("*.py")}
         rest = sorted(modules - named - {f"{package}.__init__"})
         assert not rest, f"name these on a floor of the layers contract in pyproject.toml: {rest}"
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No import cycle between our modules, ``TYPE_CHECKING`` and function-level imports
+    included: the house has one direction of dependency, room by room too."""
+    import grimp  # import-linter's graph builder, a dev dependency
+
+    graph = grimp.build_graph("ep_mcp", exclude_type_checking_imports=False)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for other in sorted(graph.find_modules_directly_imported_by(module)):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    assert not cycles, f"modules that import each other: {cycles}"

@@ -14,9 +14,9 @@ from pathlib import Path
 import apsw
 import pytest
 from click.testing import CliRunner
-from ep_mcp.config.load import load_settings
 
 from ep_mcp.cli import main
+from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import Settings
 from ep_mcp.index import integrity
 from ep_mcp.library.indexing import update_index

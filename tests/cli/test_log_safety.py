@@ -78,7 +78,7 @@ from pathlib import Path
 from ep_mcp.cli.app import setup_logging
 from ep_mcp.config.load import load_settings
 from ep_mcp.library.opening import open_library
-from ep_mcp.serve.background.watch import PackWatcher
+from ep_mcp.library.watch import PackWatcher
 
 setup_logging("INFO")  # what `ep-mcp serve` installs
 pack, home, added = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])

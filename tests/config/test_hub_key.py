@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from ep_mcp.config.load import load_settings
 
 from ep_mcp.cli import main
 from ep_mcp.config import compat as config_compat
+from ep_mcp.config.load import load_settings
 from ep_mcp.errors import ConfigError
 
 HUB = "  taps: [acme/skills]\n  read_max_chars: 900\n"

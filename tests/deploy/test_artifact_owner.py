@@ -16,11 +16,11 @@ from ep_mcp.cli import main
 from ep_mcp.config.load import load_settings
 from ep_mcp.index import artifact
 from ep_mcp.index.artifact import ArtifactError
+from ep_mcp.library.artifacts import ArtifactWatcher
 from ep_mcp.library.opening import open_library
 from ep_mcp.library.publish import Published, check_location
 from ep_mcp.library.runtime import Library
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.serve.background.artifacts import ArtifactWatcher
 
 ORCHARD = {
     "manifest.yaml": "slug: orchard\nname: Orchard\ntype: product\n",

@@ -13,12 +13,12 @@ import pytest
 
 from ep_mcp.config.load import load_settings
 from ep_mcp.index import artifact
+from ep_mcp.library.artifacts import ArtifactWatcher
 from ep_mcp.library.opening import open_library
 from ep_mcp.library.publish import Published
 from ep_mcp.library.runtime import Library
 from ep_mcp.packs.reading import find_document
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.serve.background.artifacts import ArtifactWatcher
 
 NEW_WORD = "quokkazebra"
 

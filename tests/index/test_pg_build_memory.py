@@ -4,8 +4,8 @@ vectors by default and checked when set."""
 from __future__ import annotations
 
 import pytest
-from ep_mcp.config.load import load_settings
 
+from ep_mcp.config.load import load_settings
 from ep_mcp.errors import ConfigError
 from ep_mcp.index.pgload import build_memory_mb
 

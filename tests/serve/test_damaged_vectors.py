@@ -9,8 +9,8 @@ from typing import Any
 import apsw
 import httpx2
 
+from ep_mcp.library.backfill import Backfill
 from ep_mcp.serve.app import open_context
-from ep_mcp.serve.background.backfill import Backfill
 
 from .test_full_disk import run
 

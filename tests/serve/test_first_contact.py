@@ -13,9 +13,9 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
+from ep_mcp.library.backfill import Backfill
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.background.backfill import Backfill
 from ep_mcp.serve.http.app import create_app
 from ep_mcp.serve.mcp.server import build_server
 

@@ -25,11 +25,11 @@ from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.index import builder
 from ep_mcp.index.buildlock import exclusive
 from ep_mcp.index.embed import HashingEmbedder, Matrix, compiled
+from ep_mcp.library.backfill import Backfill
 from ep_mcp.library.runtime import Library
 from ep_mcp.serve import startup
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.background.backfill import Backfill
 from ep_mcp.serve.context import ServeContext
 from ep_mcp.serve.http.app import create_app
 
@@ -99,7 +99,8 @@ def test_the_compile_child_lowers_its_priority_and_holds_the_folder_lock(
         "fake = types.ModuleType('ep_mcp.index.embed.local')\n"
         "fake.build_optimised = build\n"
         "sys.modules['ep_mcp.index.embed.local'] = fake\n"
-        "sys.exit(compiled.main(sys.argv[1:]))\n"
+        "from ep_mcp.index.embed import compilechild\n"
+        "sys.exit(compilechild.main(sys.argv[1:]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, str(tmp_path / "models")],

@@ -172,7 +172,7 @@ def on_disk(settings: Any, disk: Path) -> Any:
 def test_the_backfill_on_a_full_disk_logs_once_and_the_pack_keeps_answering(
     fresh_packs: dict[str, Path], settings_for: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from ep_mcp.serve.background.backfill import Backfill
+    from ep_mcp.library.backfill import Backfill
 
     serve, _ = open_context(settings_for(fresh_packs))
     try:

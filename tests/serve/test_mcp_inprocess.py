@@ -13,7 +13,7 @@ from mcp.shared.exceptions import MCPError
 
 from ep_mcp.serve.auth import Access
 from ep_mcp.serve.mcp.server import build_server
-from ep_mcp.serve.mcp.skill_publish import (
+from ep_mcp.serve.mcp.skill_extension import (
     EXTENSION_ID,
     GetSkillParams,
     GetSkillResult,

@@ -18,10 +18,10 @@ from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp.shared.exceptions import MCPError
 
 from ep_mcp.config.env import resolve_environment
+from ep_mcp.library.watch import PackWatcher
 from ep_mcp.serve import subscriptions
 from ep_mcp.serve.app import open_context
 from ep_mcp.serve.auth import Access
-from ep_mcp.serve.background.watch import PackWatcher
 from ep_mcp.serve.mcp.server import build_server
 
 # the 2025 era's methods, deprecated by the SDK for 2026-07-28 clients, are what is tested

@@ -12,9 +12,9 @@ from typing import Any
 from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.library.opening import open_library
 from ep_mcp.library.runtime import PackRuntime
+from ep_mcp.library.watch import PackWatcher
 from ep_mcp.packs.reading import find_document
 from ep_mcp.retrieval.types import SearchRequest
-from ep_mcp.serve.background.watch import PackWatcher
 
 
 def wait_for(check: Callable[[], bool], timeout: float = 60.0) -> bool:  # bounds a hang only

@@ -23,11 +23,11 @@ from ep_mcp import logsafe
 from ep_mcp.config.model import ServerSettings, Settings
 from ep_mcp.errors import ConfigError, EpMcpError, ServeError
 from ep_mcp.index.embed.base import query_cost
+from ep_mcp.library.artifacts import watching_artifacts
+from ep_mcp.library.backfill import backfilling
 from ep_mcp.library.runtime import Library
+from ep_mcp.library.watch import watching
 from ep_mcp.serve.auth import KeyRing
-from ep_mcp.serve.background.artifacts import watching_artifacts
-from ep_mcp.serve.background.backfill import backfilling
-from ep_mcp.serve.background.watch import watching
 from ep_mcp.serve.context import ServeContext
 from ep_mcp.serve.mcp.server import build_server
 from ep_mcp.serve.querylog import QueryLog

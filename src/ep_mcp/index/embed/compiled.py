@@ -4,7 +4,7 @@
 protobuf work (it holds the GIL) and two onnxruntime sessions for the probe. Done inside the
 server it competes with the MCP handshake and the words-first build for the GIL and the
 cores — on a busy 2-core machine the handshake then took 12 to 23 s. A server (``behind``)
-therefore compiles in a child process, ``python -m ep_mcp.index.embed.compiled FOLDER``, that
+therefore compiles in a child process, ``python -m ep_mcp.index.embed.compilechild FOLDER``, that
 sets itself to nice 19 before it imports anything heavy: every thread it starts afterwards —
 onnxruntime's included — inherits that niceness (on Linux niceness is per thread and
 inherited by new threads), and the server's GIL is never held by the compile. Only the model
@@ -19,13 +19,10 @@ import atexit
 import contextlib
 import functools
 import importlib.util
-import os
-import signal
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import NoReturn
 
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.buildstate import BuildCancelled
@@ -58,7 +55,7 @@ def is_built(cache_dir: Path) -> bool:
         runtime = str(loaded or importlib.metadata.version("onnxruntime"))
     except (ImportError, importlib.metadata.PackageNotFoundError):
         return False
-    # local imports this module; and onnxruntime loads only to compile
+    # start-up time: optimize imports numpy, which a words-first start does not need yet
     from ep_mcp.index.embed.optimize import is_built as built
 
     return built(model_pkg.SHA256, cache_dir, runtime)
@@ -69,7 +66,7 @@ def compile_behind(cache_dir: Path) -> None:
     EmbeddingError (the child's reason) when it could not, BuildCancelled at once when
     `stop_children` is called meanwhile (the child, told to stop, ends on its own). The
     child's stdin and stdout are closed: a stdio server's channel is never touched."""
-    command = [sys.executable, "-m", "ep_mcp.index.embed.compiled", str(cache_dir)]
+    command = [sys.executable, "-m", "ep_mcp.index.embed.compilechild", str(cache_dir)]
     with _lock:
         if _stopping.is_set():
             raise BuildCancelled("the server is stopping — the model is not compiled")
@@ -113,36 +110,3 @@ def stop_children() -> None:
 def resume() -> None:
     """Allow compiles again after `stop_children` (a new server in the same process)."""
     _stopping.clear()
-
-
-def _terminated(signum: int, frame: object) -> NoReturn:
-    raise SystemExit(128 + signum)  # the temp file of a half-written graph is removed
-
-
-def main(argv: list[str]) -> int:
-    """The child: lower its priority, wait for the folder's compile lock, build, exit."""
-    os.setpriority(os.PRIO_PROCESS, 0, max(NICE, os.getpriority(os.PRIO_PROCESS, 0)))
-    signal.signal(signal.SIGTERM, _terminated)
-    if len(argv) != 1:
-        sys.stderr.write("usage: python -m ep_mcp.index.embed.compiled MODELS_FOLDER\n")
-        return 2
-    folder = Path(argv[0])
-    try:
-        # local imports this module; and onnxruntime loads only to compile
-        from ep_mcp.index.buildlock import exclusive
-
-        folder.mkdir(parents=True, exist_ok=True)
-        with exclusive(folder / LOCK_NAME):
-            if not is_built(folder):  # another child may have built it meanwhile
-                # local imports this module; and onnxruntime loads only to compile
-                from ep_mcp.index.embed import local
-
-                local.build_optimised(folder)
-    except Exception as exc:  # the child's outer boundary: one line for its parent
-        sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

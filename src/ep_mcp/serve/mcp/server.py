@@ -37,7 +37,7 @@ from ep_mcp.serve.context import (
     version,
 )
 from ep_mcp.serve.mcp import guide, resources
-from ep_mcp.serve.mcp.skill_publish import install_skills
+from ep_mcp.serve.mcp.skill_extension import install_skills
 from ep_mcp.serve.subscriptions import SubscribableServer, install_subscriptions
 from ep_mcp.tools.registry import ToolContext, ToolSpec, call_tool, tools
 

@@ -9,8 +9,8 @@ from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.index.embed import QueryEmbeddingCache, create_embedder
 from ep_mcp.index.embed.base import EmbeddingSpec
 from ep_mcp.index.embed.breaker import guard
+from ep_mcp.library.backfill import Backfill
 from ep_mcp.library.opening import open_library
-from ep_mcp.serve.background.backfill import Backfill
 from fake_provider import serve
 
 

@@ -1,1 +1,0 @@
-"""What runs beside a server: the watcher, backfill and artifact swaps."""
