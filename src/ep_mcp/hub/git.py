@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ep_mcp.hub.errors import TapError
 from ep_mcp.hub.gitenv import git_env, git_options
+from ep_mcp.hub.process import run_text
 from ep_mcp.packs import gitfiles
 
 logger = logging.getLogger(__name__)
@@ -212,17 +213,7 @@ class Git:
         stdin: str | None,
     ) -> str:
         try:
-            done = subprocess.run(
-                cmd,
-                cwd=cwd,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                input=stdin,
-                stdin=None if stdin is not None else subprocess.DEVNULL,
-                check=False,
-            )
+            done = run_text(cmd, cwd=cwd, env=env, timeout=timeout, stdin=stdin)
         except FileNotFoundError:
             raise TapError("git is not installed — install git to use skill taps") from None
         except subprocess.TimeoutExpired:
@@ -244,7 +235,7 @@ class Git:
             cmd = [self._binary, "config", "--global", "--includes", "--get-all"]
             try:
                 with tempfile.TemporaryDirectory(prefix="ep-mcp-git-") as tmp:
-                    done = subprocess.run(
+                    done = run_text(
                         [*cmd, "credential.helper"],
                         cwd=tmp,
                         env={
@@ -252,11 +243,7 @@ class Git:
                             "GIT_CONFIG_NOSYSTEM": "1",
                             "GIT_CEILING_DIRECTORIES": str(Path(tmp).parent),
                         },
-                        capture_output=True,
-                        text=True,
                         timeout=QUICK_TIMEOUT_S,
-                        stdin=subprocess.DEVNULL,
-                        check=False,
                     )
                 found = done.stdout.splitlines() if done.returncode == 0 else []
             except (OSError, subprocess.SubprocessError):

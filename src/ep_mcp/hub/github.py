@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from urllib.parse import quote_plus
 
 from ep_mcp.hub.errors import DiscoveryError
+from ep_mcp.hub.process import run_text
 from ep_mcp.hub.results import RepoHit
 
 logger = logging.getLogger(__name__)
@@ -58,15 +59,7 @@ def discover_github(
         query,
     ]
     try:
-        done = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            env=dict(env),
-        )
+        done = run_text(cmd, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise DiscoveryError(
             f"`gh search code` took longer than {timeout:.0f}s — try again, {_browse_hint(query)}"

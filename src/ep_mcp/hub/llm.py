@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ep_mcp.hub.process import run_text
+
 logger = logging.getLogger(__name__)
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
@@ -52,15 +54,7 @@ class ClaudeCli:
         if self._model:
             cmd += ["--model", self._model]
         try:
-            done = subprocess.run(
-                cmd,
-                input=prompt,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                env=self._env,
-                check=False,
-            )
+            done = run_text(cmd, env=self._env, timeout=timeout, stdin=prompt)
         except subprocess.TimeoutExpired:
             raise LlmError(f"claude did not answer within {timeout:.0f}s") from None
         except OSError as exc:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ep_mcp.hub.match import NO_MATCH
-from ep_mcp.json_types import JsonObject
+from ep_mcp.json_types import JsonObject, fields_dict
 from ep_mcp.retrieval import threshold as th
 
 
@@ -189,13 +189,7 @@ class RepoHit:
     tap: str
 
     def to_dict(self) -> JsonObject:
-        return {
-            "repository": self.repository,
-            "path": self.path,
-            "skill_dir": self.skill_dir,
-            "url": self.url,
-            "tap": self.tap,
-        }
+        return fields_dict(self)
 
 
 @dataclass(frozen=True)
@@ -213,7 +207,7 @@ class TapFailure:
     error: str
 
     def to_dict(self) -> JsonObject:
-        return {"tap": self.tap, "error": self.error}
+        return fields_dict(self)
 
 
 @dataclass(frozen=True)
@@ -229,15 +223,7 @@ class TapReport:
     seconds: float
 
     def to_dict(self) -> JsonObject:
-        return {
-            "tap": self.tap,
-            "status": self.status,
-            "key": self.key,
-            "skills": self.skills,
-            "chunks": self.chunks,
-            "embedded": self.embedded,
-            "seconds": self.seconds,
-        }
+        return fields_dict(self)
 
 
 @dataclass(frozen=True)
@@ -289,13 +275,7 @@ class UpdateResult:
     error: str | None = None
 
     def to_dict(self) -> JsonObject:
-        return {
-            "tap": self.tap,
-            "old": self.old,
-            "new": self.new,
-            "changed": self.changed,
-            "error": self.error,
-        }
+        return fields_dict(self)
 
 
 @dataclass(frozen=True)
@@ -328,13 +308,7 @@ class TapIndexStatus:
     def to_dict(self) -> JsonObject:
         if not self.indexed:
             return {"indexed": False}
-        return {
-            "indexed": True,
-            "key": self.key,
-            "indexed_at": self.indexed_at,
-            "dense": self.dense,
-            "embedder": self.embedder,
-        }
+        return fields_dict(self)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ep_mcp.json_types import JsonObject
+from ep_mcp.json_types import JsonObject, fields_dict
 from ep_mcp.packs.models import Document
 
 
@@ -113,12 +113,7 @@ class TopicFile:
     navigation: bool
 
     def to_dict(self) -> JsonObject:
-        return {
-            "path": self.path,
-            "title": self.title,
-            "id": self.id,
-            "navigation": self.navigation,
-        }
+        return fields_dict(self)
 
 
 @dataclass(frozen=True)
@@ -160,13 +155,7 @@ class GraphNode:
     depth: int
 
     def to_dict(self) -> JsonObject:
-        return {
-            "path": self.path,
-            "id": self.id,
-            "title": self.title,
-            "type": self.type,
-            "depth": self.depth,
-        }
+        return fields_dict(self)
 
 
 @dataclass(frozen=True)
@@ -176,7 +165,7 @@ class GraphEdge:
     kind: str
 
     def to_dict(self) -> JsonObject:
-        return {"source": self.source, "target": self.target, "kind": self.kind}
+        return fields_dict(self)
 
 
 @dataclass(frozen=True)

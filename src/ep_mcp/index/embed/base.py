@@ -65,6 +65,21 @@ class Windowed(Protocol):
         ...
 
 
+class EmbedderWrapper:
+    """An embedder around another (``embedder``): it goes by the inner one's name and
+    dimension (a cache, a circuit breaker)."""
+
+    embedder: Embedder
+
+    @property
+    def name(self) -> str:
+        return self.embedder.name
+
+    @property
+    def dimension(self) -> int:
+        return self.embedder.dimension
+
+
 def windowed(embedder: object) -> Windowed | None:
     """The embedder (or the one a wrapper holds) as a ``Windowed`` one, or None: an embedder
     whose window is unknown (an HTTP provider) embeds each chunk whole, as it truncates it."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
 from ep_mcp.errors import EmbeddingError, ProviderUnavailableError
-from ep_mcp.index.embed.base import Embedder, Matrix
+from ep_mcp.index.embed.base import Embedder, EmbedderWrapper, Matrix
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class CircuitBreaker:
         return result
 
 
-class GuardedEmbedder:
+class GuardedEmbedder(EmbedderWrapper):
     """An :class:`Embedder` whose calls pass through a :class:`CircuitBreaker`.
 
     ``interactive`` (optional) answers queries: for HTTP providers a view with one short attempt.
@@ -156,14 +156,6 @@ class GuardedEmbedder:
         self.embedder = embedder
         self.breaker = breaker
         self._interactive = interactive or embedder
-
-    @property
-    def name(self) -> str:
-        return self.embedder.name
-
-    @property
-    def dimension(self) -> int:
-        return self.embedder.dimension
 
     @property
     def bounded(self) -> bool:

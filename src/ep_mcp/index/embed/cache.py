@@ -9,13 +9,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ep_mcp.index.embed.base import Embedder, Matrix
+from ep_mcp.index.embed.base import Embedder, EmbedderWrapper, Matrix
 from ep_mcp.index.embed.breaker import ModelLoadingError
 
 CacheKey = tuple[str, int, str]
 
 
-class QueryEmbeddingCache:
+class QueryEmbeddingCache(EmbedderWrapper):
     """Wraps an embedder; ``embed_query`` answers repeats from memory, the rest passes through.
 
     It is itself an :class:`Embedder`, so it can stand in wherever one is expected. Cached rows are
@@ -38,14 +38,6 @@ class QueryEmbeddingCache:
     def ready(self) -> bool:
         """False while the model loads behind the start (queries are then lexical)."""
         return self.loading is None or self.loading.is_set()
-
-    @property
-    def name(self) -> str:
-        return self.embedder.name
-
-    @property
-    def dimension(self) -> int:
-        return self.embedder.dimension
 
     def key(self, query: str) -> CacheKey:
         digest = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()

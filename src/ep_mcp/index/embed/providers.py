@@ -26,9 +26,6 @@ class OpenAIEmbedder(HttpEmbedder):
         "text-embedding-ada-002": 1536,
     }
 
-    def _url(self) -> str:
-        return f"{self.endpoint}/embeddings"
-
     def _body(self, texts: list[str], task: Task) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self._send_dimension:
@@ -148,9 +145,6 @@ class VoyageEmbedder(HttpEmbedder):
         "voyage-3.5-lite": 1024,
         "voyage-code-3": 1024,
     }
-
-    def _url(self) -> str:
-        return f"{self.endpoint}/embeddings"
 
     def _body(self, texts: list[str], task: Task) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "input": texts, "input_type": task}

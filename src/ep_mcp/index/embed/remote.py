@@ -111,7 +111,8 @@ class HttpEmbedder:
         return spec.endpoint or self.default_endpoint
 
     def _url(self) -> str:
-        raise NotImplementedError
+        """The OpenAI-compatible path (OpenAI, Voyage); Azure and Gemini say their own."""
+        return f"{self.endpoint}/embeddings"
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
