@@ -50,6 +50,12 @@ DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
 # half a query under the dev sets that now hold 17-20 answerable queries and 15-17 negatives.
 # Raised for home-assistant test with `one_leg_factor` 0.5 (chosen on dev; issue #18): hit@1
 # 0.786 -> 0.833, MRR 0.846 -> 0.873 measured, floors about one query under.
+# Lowered on dev with a measured reason (2026-12-02): the answer model refit so that a name in
+# passing no longer withholds a question (issue #18; `unknown_uncovered`) answers 3 blender-3d
+# dev negatives that `unknown_names` emptied (12/15 -> 9/15; floor about half a negative under);
+# and obra-superpowers' sup-018 ranks its file 6th on one machine and within 5 on another with
+# the same commit (fb40b9f: the int8 model's cosines differ between machines), so its dev
+# recall@5 floor is one query under (17/18), not half.
 TEST_MIN = {
     "anthropics-skills": "recall@1=0.77,recall@5=0.89,mrr=0.83,negatives_empty_rate=0.63",
     "blender-3d": "recall@1=0.84,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.68",
@@ -59,9 +65,9 @@ TEST_MIN = {
 }
 DEV_MIN = {
     "anthropics-skills": "recall@1=0.86,recall@5=0.86,mrr=0.86,negatives_empty_rate=0.66",
-    "blender-3d": "recall@1=0.87,recall@5=0.92,mrr=0.9,negatives_empty_rate=0.73",
+    "blender-3d": "recall@1=0.87,recall@5=0.92,mrr=0.9,negatives_empty_rate=0.56",
     "home-assistant": "recall@1=0.86,recall@5=0.97,mrr=0.91,negatives_empty_rate=0.81",
-    "obra-superpowers": "recall@1=0.64,recall@5=0.97,mrr=0.77,negatives_empty_rate=0.66",
+    "obra-superpowers": "recall@1=0.64,recall@5=0.94,mrr=0.77,negatives_empty_rate=0.66",
     "solar-diy": "recall@1=0.79,recall@5=0.91,mrr=0.85,negatives_empty_rate=0.29",
 }
 
