@@ -27,11 +27,12 @@ from ep_mcp.errors import IndexBuildError
 from ep_mcp.serve import startup
 from ep_mcp.tools.registry import ToolContext, call_tool
 
-# the child: the CLI imported first, as `ep-mcp serve` has it (a process of its own, as
-# `bench.index` runs the CLI: nothing of ours imports the CLI module)
+# the child: the CLI imported first with its `serve` command, as `ep-mcp serve` has them (a
+# process of its own, as `bench.index` runs the CLI: nothing of ours imports the CLI module)
 CHILD = (
     "import time; started = time.perf_counter()\n"
     "import json, sys, ep_mcp.cli.app\n"
+    "ep_mcp.cli.app.main.get_command(None, 'serve')\n"  # its module, as `ep-mcp serve` has it
     "from ep_mcp.bench.restart import measure\n"
     "sys.stdout.write(json.dumps(measure(started, *sys.argv[1:4])) + '\\n')\n"
 )
