@@ -16,7 +16,6 @@ import click
 
 from ep_mcp import __version__, logsafe
 from ep_mcp.config.env import resolve_environment
-from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.errors import ConfigError, EpMcpError
 
@@ -40,7 +39,11 @@ def resolve_settings(
     index_dir: Path | None = None,
 ) -> Settings:
     """flags > env > config file > defaults, once, into one frozen object."""
-    settings = load_settings(config) if config else Settings()
+    settings = Settings()
+    if config:
+        from ep_mcp.config.load import load_settings  # its checks and schema: a config only
+
+        settings = load_settings(config)
     if packs:
         settings = dataclasses.replace(
             settings,
