@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.resources
 import logging
 import os
 import threading
@@ -61,6 +60,8 @@ _verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha
 
 
 def _tokenizer_json() -> str:
+    import importlib.resources  # with the tokenizer, on the model's thread
+
     resource = importlib.resources.files("ep_mcp") / "data" / "minilm-tokenizer.json"
     return resource.read_text(encoding="utf-8")
 
