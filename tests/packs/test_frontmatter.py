@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import hashlib
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ep_mcp.packs.frontmatter import (
     body_hash,
     body_of,
     first_heading,
+    iter_prose_lines,
     parse_frontmatter,
     split_frontmatter,
 )
@@ -98,3 +103,32 @@ def test_an_unclosed_block_is_a_problem_at_line_1_and_the_text_stays_body() -> N
     assert fm.problem is not None and fm.problem.startswith("frontmatter opened at line 1 is")
     assert fm.problem_line == 1 and fm.body_line == 1 and fm.meta == {} and not fm.hostile
     assert parse_frontmatter("# Just a body\n\n---\n").problem is None  # a rule, not a block
+
+
+def _prose_by_the_rule(text: str) -> list[tuple[int, str]]:
+    """CommonMark's fence rule read plainly: up to three spaces or tabs, then ``` or ~~~."""
+    fence, out = None, []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = re.match(r"[ \t]{0,3}(```|~~~)", line)
+        if match:
+            fence = (
+                match.group(1) if fence is None else (None if match.group(1) == fence else fence)
+            )
+            continue
+        if fence is None:
+            out.append((number, line))
+    return out
+
+
+_LINE = st.builds(
+    lambda indent, marker, rest: indent + marker + rest,
+    st.text(alphabet=" \t", max_size=5),
+    st.sampled_from(["", "```", "~~~", "``", "~~", "`~`"]),
+    st.text(alphabet=" `~#ab[]", max_size=6),
+)
+
+
+@given(st.lists(_LINE, max_size=12))
+def test_prose_lines_skip_exactly_the_fenced_ones(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    assert list(iter_prose_lines(text)) == _prose_by_the_rule(text)

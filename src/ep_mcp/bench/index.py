@@ -249,6 +249,12 @@ def _in_process_line(run: Mapping[str, Any] | None) -> list[str]:
         f"{run['first_mode']})"
         + (f", hybrid at {hybrid:.2f} s" if hybrid else "")
         + "; least CPU of 3"
+        + (
+            f"; {run['from_source']} modules compiled from source (stale bytecode: "
+            "`python -m compileall` the source first)"
+            if run.get("from_source")
+            else ""
+        )
     ]
 
 

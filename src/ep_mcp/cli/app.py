@@ -10,13 +10,12 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import click
 
 from ep_mcp import __version__, logsafe
 from ep_mcp.config.env import resolve_environment
-from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import PackSettings, Settings
 from ep_mcp.errors import ConfigError, EpMcpError
 
@@ -40,7 +39,11 @@ def resolve_settings(
     index_dir: Path | None = None,
 ) -> Settings:
     """flags > env > config file > defaults, once, into one frozen object."""
-    settings = load_settings(config) if config else Settings()
+    settings = Settings()
+    if config:
+        from ep_mcp.config.load import load_settings  # its checks and schema: a config only
+
+        settings = load_settings(config)
     if packs:
         settings = dataclasses.replace(
             settings,
@@ -120,7 +123,63 @@ index_dir_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# command name -> the module of ``ep_mcp.cli`` that defines it, for `main` and for `bench`:
+# a command's module is imported when the command is asked for (`ep-mcp serve` imports
+# serve_cmds alone), every one of them for the list in ``--help``
+COMMANDS = {
+    "config": "config_cmds",
+    "doctor": "pack_cmds",
+    "eval": "eval_cmds",
+    "graph": "read_cmds",
+    "index": "pack_cmds",
+    "read": "read_cmds",
+    "reindex": "skills_cmds",
+    "search": "pack_cmds",
+    "serve": "serve_cmds",
+    "skills": "skills_cmds",
+    "tap": "skills_cmds",
+    "taps": "skills_cmds",
+    "topics": "read_cmds",
+    "untap": "skills_cmds",
+    "update": "skills_cmds",
+    "validate": "pack_cmds",
+}
+BENCH_COMMANDS = {
+    "beir": "eval_cmds",
+    "calibrate": "calibrate_cmds",
+    "index": "pack_cmds",
+    "query": "eval_cmds",
+    "reliability": "bench_cmds",
+    "scale": "eval_cmds",
+    "serve": "serve_cmds",
+    "skills": "skills_cmds",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands attach themselves when their module is imported, on demand."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            import importlib  # on demand: the command's module attaches it
+
+            module = f"ep_mcp.cli.{self.lazy[cmd_name]}"
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:  # a module left out of this install
+                if exc.name != module:
+                    raise
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ep-mcp")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-v info, -vv debug).")
 def main(verbose: int) -> None:
@@ -140,31 +199,6 @@ def one_blas_thread() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-@main.group("bench")
+@main.group("bench", cls=LazyGroup, lazy=BENCH_COMMANDS)
 def bench() -> None:
     """Measure quality and speed (index build, BEIR sets, serving)."""
-
-
-def _register() -> None:
-    """Import the command modules; each attaches its commands to `main` or `bench`."""
-    import importlib
-
-    modules = (
-        "pack_cmds",
-        "read_cmds",
-        "eval_cmds",
-        "serve_cmds",
-        "skills_cmds",
-        "config_cmds",
-        "bench_cmds",
-        "calibrate_cmds",
-    )
-    for module in modules:
-        try:
-            importlib.import_module(f"ep_mcp.cli.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"ep_mcp.cli.{module}":
-                raise
-
-
-_register()

@@ -15,10 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.chunker import Chunk, chunk_document, whole_text
@@ -29,6 +26,10 @@ from ep_mcp.index.records import ChunkRecord, FileRecord, FileWrite
 from ep_mcp.index.schema import FORMAT_VERSION
 from ep_mcp.index.store import Store
 from ep_mcp.packs.models import Document, Pack
+
+if TYPE_CHECKING:  # numpy is imported where vectors are touched (not by a restart's start)
+    import numpy as np
+    import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
@@ -393,6 +394,8 @@ def _file_write(
     records = _records(chunks, count)
     if embedder is None or not chunks:
         return FileWrite(file_record(doc), records, None)
+    import numpy as np  # on use: a restart's start imports this module, not numpy
+
     rows = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
     pending: set[int] = set()
     windows: dict[int, npt.NDArray[np.float32]] = {}

@@ -10,14 +10,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from ep_mcp.config.model import IndexSettings
 from ep_mcp.index.chunker import Chunk
 from ep_mcp.index.embed.base import Embedder, windowed
 from ep_mcp.index.windows import WindowSpec, joined, plan_windows
+
+if TYPE_CHECKING:  # numpy is imported where vectors are touched (not by a restart's start)
+    import numpy as np
+    import numpy.typing as npt
 
 
 def cache_key(embedder: Embedder, text: str) -> str:
@@ -62,6 +64,8 @@ def chunk_vectors(
         return None
     first, *later = rows
     assert first is not None
+    import numpy as np  # on use: a restart's start imports this module, not numpy
+
     return first, (np.stack(later) if later else None)  # type: ignore[arg-type]
 
 

@@ -18,7 +18,6 @@ sizes walk every page of the vectors table.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +128,8 @@ def _sampled(conn: Connection, dimension: int | None) -> VectorCheck:
     (the same for the same index: a check that repeats itself)."""
     top_chunk = _one(conn, "SELECT max(id) FROM chunks")
     top_file = _one(conn, "SELECT max(rowid) FROM files")
+    import random  # a sampled check only
+
     rng = random.Random(top_chunk)
     bad = missing = orphans = incomplete = 0
     for _ in range(SAMPLE_ROWS // SAMPLE_RUN):

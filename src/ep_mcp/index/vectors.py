@@ -12,7 +12,9 @@ loads. numpy is imported where vectors are touched: a no-change run never needs 
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,11 +36,9 @@ Connection = Any  # an apsw.Connection (apsw rows are loosely typed)
 def sqlite_vec_status() -> tuple[bool, str]:
     """Whether sqlite-vec loads into apsw here, and its version or the reason it does not."""
     try:
-        import sqlite_vec
-
         conn = apsw.Connection(":memory:")
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(vec0_path())
         version = conn.execute("select vec_version()").fetchall()[0][0]
         conn.close()
         return True, str(version)
@@ -46,11 +46,20 @@ def sqlite_vec_status() -> tuple[bool, str]:
         return False, f"{type(exc).__name__}: {exc}"
 
 
-def load_sqlite_vec(conn: Connection) -> None:
-    import sqlite_vec
+def vec0_path() -> str:
+    """sqlite-vec's loadable extension (``vec0`` in its package folder, as its
+    ``loadable_path()`` says), found without running the package: its ``__init__`` imports
+    sqlite3 and numpy, which opening an index does not need."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not folders:
+        raise ModuleNotFoundError("No module named 'sqlite_vec'", name="sqlite_vec")
+    return os.path.normpath(os.path.join(folders[0], "vec0"))
 
+
+def load_sqlite_vec(conn: Connection) -> None:
     conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
+    conn.load_extension(vec0_path())
 
 
 def blob(vec: npt.NDArray[np.float32]) -> bytes:

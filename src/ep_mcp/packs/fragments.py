@@ -14,6 +14,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+MAX_PATH_CHARS = 1024  # the longest path or id a read is asked for
 TOP = "top"  # the anchor of text before any heading (and of a heading with no word in it)
 DIGEST_CHARS = 12
 MAX_SCAN_LINES = 400  # bounds the span search that tells duplicate headings apart

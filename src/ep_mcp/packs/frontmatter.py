@@ -100,7 +100,8 @@ def iter_prose_lines(text: str, start_line: int = 1) -> Iterator[tuple[int, str]
     for number, line in enumerate(text.splitlines(), start=1):
         if number < start_line:
             continue
-        match = _FENCE.match(line)
+        head = line[:6]  # a fence starts within it: the regex runs on few lines
+        match = _FENCE.match(line) if "`" in head or "~" in head else None
         if match:
             marker = match.group(1)
             if fence is None:

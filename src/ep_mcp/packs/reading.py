@@ -14,7 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ep_mcp.errors import LIST_FILES, LIST_TOPICS, NotFoundError, QueryError
-from ep_mcp.packs.fragments import TOP, anchors, fragment_id, holds_span, split_fragment_id
+from ep_mcp.packs.fragments import (
+    MAX_PATH_CHARS,
+    TOP,
+    anchors,
+    fragment_id,
+    holds_span,
+    split_fragment_id,
+)
 from ep_mcp.packs.headings import Heading, find_headings
 from ep_mcp.packs.models import Document, Pack
 from ep_mcp.packs.reading_results import (
@@ -31,7 +38,6 @@ from ep_mcp.packs.reading_results import (
 )
 from ep_mcp.packs.references import resolve_reference
 
-MAX_PATH_CHARS = 1024
 # The messages every front door (MCP, the workbench, the CLI) gives for a bad read.
 PATH_OR_ID = "pass exactly one of `path` or `id` (a fragment id from a search hit is an id)"
 NEIGHBORS_NEED_SECTION = "`neighbors` needs `section` — name the section to centre on"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import logging
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
+import ep_mcp
 from ep_mcp.retrieval.confidence import ConfidenceModel, model_from_dict, model_to_dict
 
 logger = logging.getLogger(__name__)
@@ -20,7 +20,9 @@ PACKAGED = "confidence.json"
 
 
 def packaged_path() -> Path:
-    return Path(str(resources.files("ep_mcp").joinpath("data", PACKAGED)))
+    """The package's own folder (importlib.resources would name the same file of an installed
+    package, at the cost of importing tempfile, shutil and zipfile on a server's start)."""
+    return Path(ep_mcp.__file__).parent / "data" / PACKAGED
 
 
 @lru_cache(maxsize=1)

@@ -10,9 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, QueryError
@@ -39,9 +37,13 @@ from ep_mcp.retrieval.types import BLANK_QUERY, Hit, SearchRequest, SearchResult
 from ep_mcp.retrieval.view import PackView
 from ep_mcp.text import name_words
 
+if TYPE_CHECKING:  # numpy is imported where vectors are touched (not by a restart's start)
+    import numpy as np
+    import numpy.typing as npt
+
 logger = logging.getLogger(__name__)
 
-QueryEmbed = Callable[[str], npt.NDArray[np.float32]]
+QueryEmbed = Callable[[str], "npt.NDArray[np.float32]"]
 EVIDENCE_LEXICAL_TOP = 5  # lexical hits whose term coverage counts as evidence
 MMR_MARGIN = 20  # candidates beyond k that MMR may promote
 HEAD_MARGIN = 20  # fused candidates read beyond k (filters read the whole pool)

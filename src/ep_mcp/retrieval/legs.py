@@ -11,16 +11,17 @@ import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Literal
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Literal
 
 from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, ProviderUnavailableError
 from ep_mcp.retrieval.lexical import query_terms
 from ep_mcp.retrieval.source import ChunkSource, LegExecutors, QueryEmbedding
 from ep_mcp.retrieval.types import SearchRequest
+
+if TYPE_CHECKING:  # numpy is imported where vectors are touched (not by a restart's start)
+    import numpy as np
+    import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,8 @@ def run_legs(
     notes: list[str] = []
     qvec: npt.NDArray[np.float32] | None = None
     if request.vector is not None and choice != "lexical":
+        import numpy as np  # on use: a restart's start imports this module, not numpy
+
         qvec = np.asarray(request.vector, dtype=np.float32)
         lexical = lexical_leg()
     elif not embeds or executors is None or _is_cached(query, request.query):

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from ep_mcp.retrieval.candidates import Candidate
 
-Vectors = Mapping[int, npt.NDArray[np.float32]]
+if TYPE_CHECKING:  # numpy is imported where vectors are touched (not by a restart's start)
+    import numpy as np
+    import numpy.typing as npt
+
+Vectors = Mapping[int, "npt.NDArray[np.float32]"]
 
 
 def cap_per_file(candidates: Sequence[Candidate], cap: int) -> list[Candidate]:
@@ -42,6 +44,8 @@ def mmr_select(
     pool = cap_per_file(candidates, per_file_cap)
     if lam >= 1.0 or len(pool) <= 1:
         return pool[:k]
+    import numpy as np  # on use: a restart's start imports this module, not numpy
+
     scores = np.array([c.score for c in pool], dtype=np.float64)
     span = scores.max() - scores.min()
     rel = (scores - scores.min()) / span if span > 0 else np.ones_like(scores)

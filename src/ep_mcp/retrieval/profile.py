@@ -11,13 +11,15 @@ list of common mistakes) or a neighbouring skill. Pure: vectors come in, candida
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, TypeAlias
 
 from ep_mcp.retrieval.candidates import Candidate, by_score
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:  # numpy is imported where vectors are touched (not by a restart's start)
+    import numpy as np
+    import numpy.typing as npt
+
+Vector: TypeAlias = "npt.NDArray[np.float32]"
 
 
 def profile_similarities(
@@ -27,6 +29,8 @@ def profile_similarities(
     embed: Callable[[str], Vector],
 ) -> dict[str, float]:
     """Cosine of the query to each path's profile (paths without one are left out)."""
+    import numpy as np  # on use: a restart's start imports this module, not numpy
+
     q = _unit(query_vector)
     out: dict[str, float] = {}
     for path in dict.fromkeys(paths):
@@ -73,6 +77,8 @@ def _unit_once(v: Vector) -> Vector:
 
 
 def _unit(v: Vector) -> Vector:
+    import numpy as np  # on use: a restart's start imports this module, not numpy
+
     flat = np.asarray(v, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(flat))
     return flat / norm if norm > 0 else flat

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ep_mcp.errors import QueryError
-from ep_mcp.packs.reading import MAX_PATH_CHARS, ReadRequest, list_topics, traverse
-from ep_mcp.packs.reading_results import DocumentRead, Topics, Traversal
+from ep_mcp.packs.fragments import MAX_PATH_CHARS
 from ep_mcp.retrieval.lexical import MAX_QUERY_CHARS
 from ep_mcp.retrieval.types import SearchRequest, SearchResult
 from ep_mcp.tools.registry import Arguments, ToolContext, ToolSpec, register
@@ -27,8 +26,9 @@ from ep_mcp.tools.schema import (
     output_object,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the reading modules are imported by their handlers
     from ep_mcp.library.runtime import PackRuntime
+    from ep_mcp.packs.reading_results import DocumentRead, Topics, Traversal
     from ep_mcp.retrieval.merge import MergedResult
 
 PACK_PROPERTY: dict[str, object] = {
@@ -265,11 +265,15 @@ def search_handler(ctx: ToolContext, args: Arguments) -> SearchResult | MergedRe
 
 
 def read_handler(ctx: ToolContext, args: Arguments) -> DocumentRead:
+    from ep_mcp.packs.reading import ReadRequest  # on the first read: a search needs none of it
+
     request = ReadRequest.from_args(args, centre=bool(ctx.extras.get("centre", False)))
     return request.read(_runtime(ctx, args).pack)
 
 
 def topics_handler(ctx: ToolContext, args: Arguments) -> Topics:
+    from ep_mcp.packs.reading import list_topics  # on first use, as in read_handler
+
     doc_type = arg_str(args, "type") if "type" in args else None
     return list_topics(_runtime(ctx, args).pack, doc_type)
 
@@ -277,6 +281,8 @@ def topics_handler(ctx: ToolContext, args: Arguments) -> Topics:
 def graph_handler(ctx: ToolContext, args: Arguments) -> Traversal:
     if ("file_path" in args) == ("node_id" in args):
         raise QueryError("ep_graph_traverse: pass exactly one of `file_path` or `node_id`")
+    from ep_mcp.packs.reading import traverse  # on first use, as in read_handler
+
     rt = _runtime(ctx, args)
     start = str(args.get("file_path") or args.get("node_id"))
     kinds = arg_strs(args, "edge_kinds")

@@ -7,8 +7,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-import numpy as np
-
 from ep_mcp.index.embed.base import Embedder, EmbedderWrapper, Matrix
 from ep_mcp.index.embed.breaker import ModelLoadingError
 
@@ -63,6 +61,8 @@ class QueryEmbeddingCache(EmbedderWrapper):
                 "the query model is still loading — this answer is lexical (words only); "
                 "answers are hybrid in a moment"
             )
+        import numpy as np  # not at import: a restart's first (lexical) answer comes before it
+
         # outside the lock (it may be a network call); a private read-only copy goes in the cache
         vector = np.array(self.embedder.embed_query(text), dtype=np.float32)
         vector.setflags(write=False)

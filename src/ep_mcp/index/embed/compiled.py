@@ -19,13 +19,16 @@ import atexit
 import contextlib
 import functools
 import importlib.util
-import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.buildstate import BuildCancelled
+
+if TYPE_CHECKING:  # a compile's child is started by `compile_behind`, seldom
+    import subprocess
 
 NICE = 19
 LOCK_NAME = ".compile.lock"
@@ -66,6 +69,8 @@ def compile_behind(cache_dir: Path) -> None:
     EmbeddingError (the child's reason) when it could not, BuildCancelled at once when
     `stop_children` is called meanwhile (the child, told to stop, ends on its own). The
     child's stdin and stdout are closed: a stdio server's channel is never touched."""
+    import subprocess  # here: a start with the graph built never starts a child
+
     command = [sys.executable, "-m", "ep_mcp.index.embed.compilechild", str(cache_dir)]
     with _lock:
         if _stopping.is_set():

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.resources
 import logging
 import os
 import threading
@@ -29,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ep_mcp.errors import EmbeddingError
 from ep_mcp.index.buildstate import BuildCancelled
 from ep_mcp.index.embed import compiled
@@ -38,6 +35,7 @@ from ep_mcp.index.embed.base import EmbeddingSpec, Matrix
 from ep_mcp.index.embed.tokencount import WordPieceCounter
 
 if TYPE_CHECKING:
+    import numpy as np
     from tokenizers import Tokenizer
 
 logger = logging.getLogger(__name__)
@@ -62,6 +60,8 @@ _verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha
 
 
 def _tokenizer_json() -> str:
+    import importlib.resources  # with the tokenizer, on the model's thread
+
     resource = importlib.resources.files("ep_mcp") / "data" / "minilm-tokenizer.json"
     return resource.read_text(encoding="utf-8")
 
@@ -170,6 +170,8 @@ def _packaged_path() -> Path:
 
 def _probe(candidate: Path) -> None:
     """Refuse an optimised graph whose vectors stray from the packaged model's."""
+    import numpy as np  # with the model: `make_embedder` does not import numpy
+
     ids = [_new_tokenizer().encode(PROBE).ids]
     mine = LocalEmbedder._run(_new_session(candidate), ids)[0]
     packaged = LocalEmbedder._run(_new_session(_packaged_path()), ids)[0]
@@ -263,6 +265,8 @@ def load_model(optimised: bool, cache_dir: Path | None, behind: bool = False) ->
 
 def _pool(hidden: Matrix, mask: np.ndarray[Any, np.dtype[np.int64]]) -> Matrix:
     """Mean over real tokens, then L2 normalisation."""
+    import numpy as np  # with the model: `make_embedder` does not import numpy
+
     weights = mask[:, :, None].astype(np.float32)
     summed = (hidden * weights).sum(axis=1)
     counts = np.clip(weights.sum(axis=1), 1e-9, None)
@@ -376,6 +380,8 @@ class LocalEmbedder:
         return [e.ids for e in tokenizer.encode_batch(list(texts))]
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        import numpy as np  # with the model: `make_embedder` does not import numpy
+
         ids = self.token_ids(texts)
         out = np.empty((len(ids), DIMENSION), dtype=np.float32)
         if not ids:
@@ -403,6 +409,8 @@ class LocalEmbedder:
 
     @staticmethod
     def _run(session: Any, batch: list[list[int]]) -> Matrix:
+        import numpy as np  # with the model: `make_embedder` does not import numpy
+
         width = max(len(row) for row in batch)
         input_ids = np.zeros((len(batch), width), dtype=np.int64)  # pad id 0 = [PAD]
         mask = np.zeros((len(batch), width), dtype=np.int64)

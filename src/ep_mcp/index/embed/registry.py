@@ -7,7 +7,6 @@ earlier under the same name (a plugin, a test) wins over the built-in.
 
 from __future__ import annotations
 
-import difflib
 import threading
 from collections.abc import Mapping
 
@@ -84,6 +83,8 @@ def create_embedder(spec: EmbeddingSpec, env: Mapping[str, str] | None = None) -
     register_builtins()
     factory = factory_for(spec.provider)
     if factory is None:
+        import difflib  # for the error's suggestion only
+
         close = difflib.get_close_matches(spec.provider, providers(), n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise EmbeddingError(
