@@ -210,6 +210,7 @@ CHANGES: dict[str, tuple[object, str, Any]] = {
     "fallback-words": (fallback, "lexical_signals", old_lexical_signals),
     "fallback-copy": (Candidate, "rescored", old_rescored),
     "stage-settings": (stage_settings, "same_named", old_same_named),
+    "shown-memo": (hits, "_shown", hits.strip_leading_noise),
 }
 NEW = {name: vars(owner)[attr] for name, (owner, attr, _) in CHANGES.items()}  # descriptors
 
