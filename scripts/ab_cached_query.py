@@ -2,7 +2,7 @@
 checking query by query that both give byte-identical answers.
 
     EP_MCP_HOME=... python scripts/ab_cached_query.py [--blocks N] [--only NAME] [--render] \\
-        PACK=GOLDEN.yaml [PACK=GOLDEN.yaml ...]
+        [--lexical] PACK=GOLDEN.yaml [PACK=GOLDEN.yaml ...]
 
 Every query of each golden set (dev, test and the pack's refusals) is answered by A and by B,
 plainly and with ``explain``, and the JSON of the two answers must be the same bytes (``took_ms``
@@ -10,7 +10,9 @@ aside). Then ``--blocks`` rounds of each set's queries run, each query by A and 
 back (which one first alternates; with ``--render`` each answer is also made the dict a server
 sends, ``to_dict``), and per pack the script prints p50/p95 of the wall time and of the
 thread's CPU time (``time.thread_time``: what the query cost, whatever the load), and the
-median of the paired CPU differences. ``--blocks 0`` only checks the answers.
+median of the paired CPU differences. ``--blocks 0`` only checks the answers. ``--lexical``
+answers in lexical mode instead (no query vector: what ``ep-mcp bench query``'s lexical row
+times, and what a pack without vectors serves).
 
 A is the code before issue #21's hot-path stops, put back by replacing what each change
 replaced (``CHANGES``: name → where, attribute, the old implementation); ``--only NAME`` puts
@@ -39,8 +41,10 @@ from ep_mcp.index import lexical, reads, vectors
 from ep_mcp.index.embed.cache import QueryEmbeddingCache
 from ep_mcp.index.records import ChunkRecord, StoredChunk
 from ep_mcp.index.store import Store
+from ep_mcp.library import runtime
 from ep_mcp.library.opening import open_library
-from ep_mcp.retrieval import engine, freshness, fusion, hits, profile
+from ep_mcp.retrieval import engine, fallback, freshness, fusion, hits, profile, source
+from ep_mcp.retrieval import settings as stage_settings
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.confidence import Logistic
 from ep_mcp.retrieval.types import Hit, SearchRequest
@@ -153,6 +157,36 @@ def old_hit_to_dict(self: Hit) -> dict[str, Any]:
     return data
 
 
+def old_query_embedding(embedder: Any) -> Any:
+    """``source.query_embedding`` before: ``isinstance`` against the runtime-checkable
+    protocol on every query (it walks the protocol's members each time on Python 3.11)."""
+    if embedder is None:
+        return None
+    return embedder if isinstance(embedder, source.QueryEmbedding) else source.Uncached(embedder)
+
+
+def old_lexical_signals(terms: Sequence[str], text: str, path: str) -> tuple[float, float, float]:
+    """``fallback.lexical_signals`` before: every candidate's words read again per query."""
+    coverage = fallback.term_coverage(terms, text)
+    found = fallback.words(text)
+    wanted = set(terms)
+    count = sum(1 for w in found if w in wanted)
+    density = min(count / max(len(found), 1) * 20, 1.0)
+    low = path.lower()
+    in_path = sum(1 for t in terms if t in low) / len(terms) if terms else 0.0
+    return coverage, density, in_path
+
+
+def old_rescored(self: Candidate) -> Candidate:
+    return dataclasses.replace(self, fused=self.score)
+
+
+def old_same_named(cls: type[Any], s: Any, prefix: str = "") -> Any:
+    """``settings.same_named`` before: a stage's settings made again on every query."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    return cls(**{name: getattr(s, prefix + name) for name in names})
+
+
 CHANGES: dict[str, tuple[object, str, Any]] = {
     "freshness-memo": (hits, "freshness_of", freshness.freshness),
     "vector-tolist": (vectors, "matrix_top", old_matrix_top),
@@ -171,6 +205,12 @@ CHANGES: dict[str, tuple[object, str, Any]] = {
     "version-memo-matrix": (Store, "_load_matrix", old_load_matrix),
     "version-rows": (reads.StoreReads, "chunks_by_ids", old_chunks_by_ids),
     "hit-dict": (Hit, "to_dict", old_hit_to_dict),
+    # issue #21, third stop (fastquery)
+    "protocol-check": (runtime, "query_embedding", old_query_embedding),
+    "fallback-words": (fallback, "lexical_signals", old_lexical_signals),
+    "fallback-copy": (Candidate, "rescored", old_rescored),
+    "stage-settings": (stage_settings, "same_named", old_same_named),
+    "shown-memo": (hits, "_shown", hits.strip_leading_noise),
 }
 NEW = {name: vars(owner)[attr] for name, (owner, attr, _) in CHANGES.items()}  # descriptors
 
@@ -189,16 +229,19 @@ def main() -> None:
     parser.add_argument(
         "--render", action="store_true", help="time the answer's to_dict too (what a server does)"
     )
+    parser.add_argument("--lexical", action="store_true", help="lexical mode (no query vector)")
     args = parser.parse_args()
     for prefix in (args.only or "").split(",") if args.only else ():
         if not any(name.startswith(prefix) for name in CHANGES):
             parser.error(f"--only {prefix!r} names no change — changes: {', '.join(CHANGES)}")
     for spec in args.sets:
         pack, golden = spec.split("=", 1)
-        run_set(Path(pack), Path(golden), args.blocks, args.only, args.render)
+        run_set(Path(pack), Path(golden), args.blocks, args.only, args.render, args.lexical)
 
 
-def run_set(pack: Path, golden: Path, blocks: int, only: str | None, render: bool) -> None:
+def run_set(
+    pack: Path, golden: Path, blocks: int, only: str | None, render: bool, lexical_mode: bool
+) -> None:
     settings = resolve_settings(None, [str(pack)])
     # the lexical leg's time limit is wall clock: on a loaded machine one side could be cut
     # short and answer differently; the comparison is of the code, so the limit is out of reach
@@ -209,8 +252,15 @@ def run_set(pack: Path, golden: Path, blocks: int, only: str | None, render: boo
     base = rt.embedder.embedder if isinstance(rt.embedder, QueryEmbeddingCache) else rt.embedder
     cache = QueryEmbeddingCache(base)
 
+    options = engine.SearchOptions(view=rt.view)
+
+    def search(request: SearchRequest) -> Any:
+        if lexical_mode:
+            return engine.search(rt.store, rt.slug, request, rt.settings.retrieval, None, options)
+        return rt.search(request, query_embedder=cache)
+
     def answer(q: str, explain: bool) -> str:
-        result = rt.search(SearchRequest(q, k=10, explain=explain), query_embedder=cache)
+        result = search(SearchRequest(q, k=10, explain=explain))
         out = result.to_dict()
         out.pop("took_ms")
         return json.dumps(out, sort_keys=True)
@@ -229,7 +279,7 @@ def run_set(pack: Path, golden: Path, blocks: int, only: str | None, render: boo
             for old in (True, False) if (block + i) % 2 == 0 else (False, True):
                 use(old, only)
                 started, thread = time.perf_counter(), time.thread_time()
-                result = rt.search(SearchRequest(q, k=10), query_embedder=cache)
+                result = search(SearchRequest(q, k=10))
                 if render:
                     result.to_dict()
                 cpu[old].append((time.thread_time() - thread) * 1000)

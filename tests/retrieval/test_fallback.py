@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ep_mcp.config.model import RetrievalSettings
+from ep_mcp.retrieval import fallback
 from ep_mcp.retrieval.candidates import Candidate
 from ep_mcp.retrieval.fallback import FallbackWeights, lexical_signals, score_lexically
 from ep_mcp.retrieval.settings import fallback_weights
@@ -100,3 +101,24 @@ def test_a_candidate_without_a_bm25_score_counts_as_the_lowest() -> None:
     cands.append(Candidate(3, "c.md", lexical_score=4.0))
     out = score_lexically(["zzz"], cands, {}, ONLY["coverage"])
     assert [(c.chunk_id, c.score) for c in out] == [(3, 1.0), (2, 0.5), (1, 0.0)]
+
+
+def test_density_counts_every_occurrence_of_a_query_term_among_the_chunks_words() -> None:
+    text = "Pump the pump, then pump again; the valve waits."  # 9 words, 3 of them "pump"
+    _, density, _ = lexical_signals(["pump", "pump", "hose"], text, "x.md")
+    assert density == pytest.approx(min(3 / 9 * 20, 1.0))
+    _, sparse, _ = lexical_signals(["valve"], text + " filler" * 200, "x.md")
+    assert sparse == pytest.approx(1 / 209 * 20)
+
+
+def test_a_chunks_words_are_read_once_however_many_queries_score_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read: list[str] = []
+    real = fallback.words
+    monkeypatch.setattr(fallback, "words", lambda text: read.append(text) or real(text))
+    text = "A kiln fires stoneware to cone six; a glaze kiln fires lower."
+    first = lexical_signals(["kiln", "glaze"], text, "kilns.md")
+    lexical_signals(["stoneware"], text, "kilns.md")
+    assert lexical_signals(["kiln", "glaze"], text, "kilns.md") == first
+    assert read == [text]

@@ -13,8 +13,10 @@ import pytest
 
 from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.errors import EmbeddingError, ProviderUnavailableError
+from ep_mcp.index.embed.cache import QueryEmbeddingCache
+from ep_mcp.index.embed.fake import HashingEmbedder
 from ep_mcp.retrieval.legs import LegChoice, run_legs
-from ep_mcp.retrieval.source import LegExecutors, Uncached
+from ep_mcp.retrieval.source import LegExecutors, Uncached, query_embedding
 from ep_mcp.retrieval.types import SearchRequest
 
 SETTINGS = RetrievalSettings(
@@ -259,3 +261,30 @@ def test_a_missed_deadline_is_logged_with_its_budget(
     assert [r.getMessage() for r in caplog.records if r.name == "ep_mcp.retrieval.legs"] == [
         "query embedding missed the 40 ms deadline — lexical only"
     ]
+
+
+def test_a_query_cache_is_asked_what_it_holds_and_a_bare_embedder_is_wrapped_uncached() -> None:
+    cache = QueryEmbeddingCache(HashingEmbedder(16))
+    assert query_embedding(cache) is cache
+    bare = HashingEmbedder(16)
+    wrapped = query_embedding(bare)
+    assert isinstance(wrapped, Uncached) and wrapped.embedder is bare
+    assert query_embedding(wrapped) is wrapped
+    assert query_embedding(None) is None
+
+
+def test_whether_an_embedder_says_what_is_cached_is_asked_of_its_class_once() -> None:
+    asked: list[str] = []
+
+    class Spying(type):
+        def __getattribute__(cls, name: str) -> Any:
+            if name in ("embed_query", "is_cached"):
+                asked.append(name)
+            return super().__getattribute__(name)
+
+    class Counted(QueryEmbeddingCache, metaclass=Spying):
+        pass
+
+    caches = [Counted(HashingEmbedder(16)) for _ in range(3)]
+    assert [query_embedding(c) for c in caches] == caches
+    assert asked == ["embed_query", "is_cached"]  # the first search's; none per later search

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ep_mcp.index.embed.fake import HashingEmbedder
-from ep_mcp.retrieval.types import SearchRequest
+from ep_mcp.retrieval import hits
+from ep_mcp.retrieval.types import Hit, SearchRequest
 
 from .test_engine import runtime
 
@@ -35,3 +36,16 @@ def test_the_hit_text_starts_at_the_content_and_the_noise_is_still_indexed(
         assert rt.store.term_counts(["zebrafish"])[0] == {"zebrafish": 1}  # BM25 sees it
     finally:
         rt.close()
+
+
+def test_a_chunks_shown_text_is_worked_out_once_however_often_it_is_a_hit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stripped: list[str] = []
+    real = hits.strip_leading_noise
+    monkeypatch.setattr(hits, "strip_leading_noise", lambda t: stripped.append(t) or real(t))
+    raw = "<!-- context: kilns -->\nFire the kiln slowly to cone six; then let it cool."
+    hit = Hit("k", "k.md", "Kilns", "", (), (), raw, 1.0, "h", None, 0, (1, 2))
+    shown = [hits.as_shown(hit).text for _ in range(3)]
+    assert shown == ["Fire the kiln slowly to cone six; then let it cool."] * 3
+    assert stripped == [raw]

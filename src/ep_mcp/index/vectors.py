@@ -318,7 +318,7 @@ def similarities(loaded: Loaded, query: npt.NDArray[np.float32]) -> npt.NDArray[
 
     if loaded.mat.shape[1] != query.shape[0]:
         raise dimension_error(query.shape[0], f"the index {loaded.mat.shape[1]}")
-    q = query.astype(np.float32)
+    q = np.asarray(query, dtype=np.float32)  # no copy: a query vector is float32 already
     sims: npt.NDArray[np.float32] = loaded.mat @ q
     if len(loaded.starts):
         later = np.maximum.reduceat(loaded.windows @ q, loaded.starts)

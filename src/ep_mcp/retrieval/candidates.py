@@ -32,6 +32,11 @@ class Candidate:
         """This candidate with a new score and a note saying why."""
         return self._with(score=score, notes=(*self.notes, note))
 
+    def rescored(self) -> Candidate:
+        """This candidate with ``fused`` set to its current score (the lexical fallback's
+        score stands in for fusion's)."""
+        return self._with(fused=self.score)
+
     def noted(self, note: str) -> Candidate:
         return self._with(notes=(*self.notes, note))
 

@@ -190,7 +190,7 @@ def _fuse(run: _Run, intent: Intent) -> list[Candidate]:
     if not legs.dense:
         texts = {c.chunk_id: rows[c.chunk_id].chunk.text for c in cands}
         cands = score_lexically(legs.terms, cands, texts, fallback_weights(s))
-        cands = [dataclasses.replace(c, fused=c.score) for c in cands]
+        cands = [c.rescored() for c in cands]
     run.trace.stage("fusion", cands, f"{s.fusion if legs.dense else 'lexical fallback'}")
     return cands
 

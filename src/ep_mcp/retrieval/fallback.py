@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
 
 from ep_mcp.retrieval.candidates import Candidate, by_score
 from ep_mcp.retrieval.fusion import normalise
@@ -25,13 +28,21 @@ class FallbackWeights:
 def lexical_signals(terms: Sequence[str], text: str, path: str) -> tuple[float, float, float]:
     """(coverage, density, path match) of ``terms`` over a chunk; each in [0, 1]."""
     coverage = term_coverage(terms, text)
-    found = words(text)
-    wanted = set(terms)
-    hits = sum(1 for w in found if w in wanted)
-    density = min(hits / max(len(found), 1) * 20, 1.0)
+    counts, total = _word_counts(text)
+    hits = sum(counts.get(t, 0) for t in set(terms))  # the chunk's words that are query terms
+    density = min(hits / max(total, 1) * 20, 1.0)
     low = path.lower()
     in_path = sum(1 for t in terms if t in low) / len(terms) if terms else 0.0
     return coverage, density, in_path
+
+
+@lru_cache(maxsize=4096)
+def _word_counts(text: str) -> tuple[Mapping[str, int], int]:
+    """How often each word occurs in ``text``, and how many words it has: counted once per
+    distinct text (the same chunks come back query after query; a lexical-mode query read
+    every candidate's words again, most of its time). Read-only."""
+    found = words(text)
+    return MappingProxyType(Counter(found)), len(found)
 
 
 def score_lexically(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from functools import lru_cache
 
 from ep_mcp.index.records import StoredChunk
 from ep_mcp.retrieval.candidates import Candidate
@@ -107,8 +108,14 @@ def as_shown(hit: Hit) -> Hit:
     frontmatter blocks and residue skipped, the rest verbatim). Every ranking and confidence
     stage has read the raw span before; ``line_range`` and reconstruct's ``original_markdown``
     still name the whole span."""
-    shown = strip_leading_noise(hit.text)
+    shown = _shown(hit.text)
     return hit if shown == hit.text else hit_with(hit, text=shown)
+
+
+@lru_cache(maxsize=4096)
+def _shown(text: str) -> str:
+    """``strip_leading_noise``, once per distinct chunk text (the same chunks come back)."""
+    return strip_leading_noise(text)
 
 
 def hit_with(hit: Hit, **changes: object) -> Hit:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from ep_mcp.config.model import RetrievalSettings
 from ep_mcp.retrieval.boosts import BoostSettings
@@ -42,9 +42,22 @@ def fallback_weights(s: RetrievalSettings) -> FallbackWeights:
 
 def same_named(cls: type[T], s: RetrievalSettings, prefix: str = "") -> T:
     """``cls`` with each field taken from the field of ``s`` named ``prefix`` + its own name
-    (a stage's settings that are a slice of ``RetrievalSettings``, named alike)."""
+    (a stage's settings that are a slice of ``RetrievalSettings``, named alike). Made once
+    per settings object (both are frozen), not once per query."""
+    key = (cls, id(s), prefix)
+    known = _SLICES.get(key)
+    if known is not None and known[0] is s:
+        return cast(T, known[1])
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    return cls(**{name: getattr(s, prefix + name) for name in names})
+    made = cls(**{name: getattr(s, prefix + name) for name in names})
+    if len(_SLICES) >= MAX_SLICES:
+        _SLICES.clear()
+    _SLICES[key] = (s, made)  # ``s`` held: its id is not reused while remembered
+    return made
+
+
+_SLICES: dict[tuple[type, int, str], tuple[RetrievalSettings, object]] = {}
+MAX_SLICES = 256
 
 
 def today_of(s: RetrievalSettings) -> dt.date:

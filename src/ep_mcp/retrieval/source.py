@@ -10,10 +10,11 @@ and so do live file reads (``LiveFiles``): the pipeline reads nothing but throug
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, runtime_checkable
 
 from ep_mcp.index.records import StoredChunk
 
@@ -183,4 +184,15 @@ def query_embedding(embedder: QueryEmbedder | None) -> QueryEmbedding | None:
     says what is cached), else uncached."""
     if embedder is None:
         return None
-    return embedder if isinstance(embedder, QueryEmbedding) else Uncached(embedder)
+    if _says_what_is_cached(type(embedder)):
+        return cast("QueryEmbedding", embedder)
+    return Uncached(embedder)
+
+
+@functools.lru_cache(maxsize=64)
+def _says_what_is_cached(kind: type) -> bool:
+    """Whether instances of ``kind`` are a ``QueryEmbedding``, asked once per class: on Python
+    3.11 an ``isinstance`` against a runtime-checkable protocol walks the protocol's members
+    on every call (40-110 µs, more than a cached query's fusion). The members are methods,
+    so the class decides."""
+    return all(callable(getattr(kind, name, None)) for name in ("embed_query", "is_cached"))
