@@ -155,36 +155,36 @@ def _scan(lines: Sequence[str]) -> tuple[list[int], set[int]]:
     must be parsed); raises ``_Unsure``."""
     cuts: list[int] = []
     unsure: set[int] = set()
-    start, blank_before = 0, True
+    start, text_before = 0, False  # text_before: the line before may be a paragraph's
     fence: tuple[int, str, int] | None = None  # indentation, mark, length
     comment = False
     for n, line in enumerate(lines):
         text = line.lstrip(" ")
         indent = len(line) - len(text)
-        if comment:
-            comment, blank_before = "-->" not in line, False
+        if comment:  # an HTML block at the top level: no paragraph runs on after it
+            comment, text_before = "-->" not in line, False
         elif fence is not None:
             if _closes(fence, text, indent):
-                fence = None
-            blank_before = not text.strip(" \t")
+                # indented 4 or more, the "fence" may be a paragraph's lines: text may run on
+                text_before, fence = fence[0] > 3, None
         elif not text.strip(" \t"):
-            blank_before = True
+            text_before = False
         elif text[0] == "\t":
             raise _Unsure
         elif (opened := _fence(line)) is not None:
-            fence, blank_before = opened, False
+            fence = opened
         elif indent == 0 and _ATX_START.match(line):
             cuts.append(n)
-            start, blank_before = n + 1, False
+            start, text_before = n + 1, False
         elif _TOP_HTML.match(line):
             if indent > 1 or not text.startswith("<!--"):
                 raise _Unsure  # an HTML block: hides what follows until a blank line or so
-            comment, blank_before = "-->" not in line, False
+            comment, text_before = "-->" not in line, False
         else:
             match = _MAYBE.match(line)
-            if match is not None and (line[match.end() - 1] in "#<" or not blank_before):
+            if match is not None and (line[match.end() - 1] in "#<" or text_before):
                 unsure.add(start)
-            blank_before = False
+            text_before = True
     return cuts, unsure
 
 
