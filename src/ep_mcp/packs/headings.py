@@ -15,7 +15,9 @@ fence or an HTML block started at the top level hides it; those two are followed
 and a body where they cannot be (a tab before a block, a fence whose lines fall back left,
 other HTML at the top level) goes to the parse whole. Between two such headings everything
 starts afresh, so a stretch with a line that could be some other heading (an indented or
-nested ``#``, an underline) is parsed alone; the other stretches have no headings.
+nested ``#``, an underline of a paragraph) is parsed alone; the other stretches have no
+headings. ``tests/packs/test_headings.py`` compares the scan with the parse on generated
+bodies of lists, quotes, fences, comments and underlines, and on every file of the packs.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ _FENCE = re.compile(r"( *)(`{3,}|~{3,})(.*)")
 # a line that could be a heading, an HTML block or an underline in some list or quote
 _MAYBE = re.compile(r"[ \t>*+\-0-9.)]*(?:[#<]|[=\-]+[ \t]*$)")
 _TOP_HTML = re.compile(r" {0,3}<")
+_BULLET = re.compile(r" {0,3}[-+*]( +)[^ \t]")  # a bullet item with text: it ends a paragraph
+_RULE = re.compile(r" {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})")
 
 
 def is_flat(body: str) -> bool:
@@ -156,6 +160,7 @@ def _scan(lines: Sequence[str]) -> tuple[list[int], set[int]]:
     cuts: list[int] = []
     unsure: set[int] = set()
     start, text_before = 0, False  # text_before: the line before may be a paragraph's
+    item: int | None = None  # every line since a top-level bullet item is inside it (column)
     fence: tuple[int, str, int] | None = None  # indentation, mark, length
     comment = False
     for n, line in enumerate(lines):
@@ -168,24 +173,39 @@ def _scan(lines: Sequence[str]) -> tuple[list[int], set[int]]:
                 # indented 4 or more, the "fence" may be a paragraph's lines: text may run on
                 text_before, fence = fence[0] > 3, None
         elif not text.strip(" \t"):
-            text_before = False
+            text_before, item = False, None
         elif text[0] == "\t":
             raise _Unsure
         elif (opened := _fence(line)) is not None:
-            fence = opened
+            fence, item = opened, None
         elif indent == 0 and _ATX_START.match(line):
             cuts.append(n)
-            start, text_before = n + 1, False
+            start, text_before, item = n + 1, False, None
         elif _TOP_HTML.match(line):
             if indent > 1 or not text.startswith("<!--"):
                 raise _Unsure  # an HTML block: hides what follows until a blank line or so
-            comment, text_before = "-->" not in line, False
+            comment, text_before, item = "-->" not in line, False, None
         else:
             match = _MAYBE.match(line)
-            if match is not None and (line[match.end() - 1] in "#<" or text_before):
-                unsure.add(start)
-            text_before = True
+            if match is not None and (
+                line[match.end() - 1] in "#<" or (text_before and (indent or item is None))
+            ):
+                unsure.add(start)  # (an underline at column 0 right after a bullet item's
+            text_before = True  # lines is a rule or the item's text: no paragraph of its own)
+            item = _item_column(line, indent, item)
     return cuts, unsure
+
+
+def _item_column(line: str, indent: int, item: int | None) -> int | None:
+    """The content column of the bullet item this line is in, if it starts one at the top
+    level or goes on with one (indented to its column); else None."""
+    if item is not None and indent >= item:
+        return item
+    bullet = _BULLET.match(line)
+    if bullet is None or _RULE.fullmatch(line.rstrip(" \t")):
+        return None
+    gap = len(bullet.group(1))
+    return bullet.start(1) + (gap if gap <= 4 else 1)
 
 
 def _fence(line: str) -> tuple[int, str, int] | None:
