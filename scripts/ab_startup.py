@@ -7,11 +7,13 @@ run in fresh interpreters (the same Python and packages for both; each tree on P
 
 ``build``: `ep-mcp index PACK --provider none` into a fresh index folder each run: CPU seconds
 of the child (``getrusage``: the process, Python's start and imports included) and the
-report's in-process ``cpu_seconds``. ``restart``: `bench/restart.py`'s child on an index built
-already (imports, `warming`, `open_packs(build="later")`, `finish`, then ``ep_search``): wall,
-CPU of the process and of the main thread at the first answer. Which tree runs first
-alternates; the medians come last, with the load average before and after. Compare the two
-``build`` indexes with ``scripts/compare_indexes.py OUT/ab-old/index.db OUT/ab-new/index.db``.
+report's in-process ``cpu_seconds`` (the build step: headings, chunks, token counts and writes,
+after the pack is read) — the two CPU figures of `ep-mcp bench index`'s ``words only`` line.
+``restart``: `bench/restart.py`'s child on an index built already (imports, `warming`,
+`open_packs(build="later")`, `finish`, then ``ep_search``): wall, CPU of the process and of
+the main thread at the first answer. Which tree runs first alternates; the medians come last,
+with the load average before and after. Compare the two ``build`` indexes with
+``scripts/compare_indexes.py OUT/ab-old/index.db OUT/ab-new/index.db``.
 """
 
 from __future__ import annotations

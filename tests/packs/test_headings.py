@@ -1,4 +1,4 @@
-"""Headings read from a flat body without the CommonMark parse are the parse's headings."""
+"""Headings read without the CommonMark parse (flat bodies, scanned structure) are the parse's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ep_mcp.packs.headings import _flat_headings, _parsed_headings, is_flat
+from conftest import PACKS
+from ep_mcp.packs.headings import (
+    _flat_headings,
+    _parsed_headings,
+    _scan,
+    _scanned_headings,
+    is_flat,
+)
+from ep_mcp.packs.loader import load_pack
 
 _LINE_STARTS = [
     "",
@@ -94,3 +102,110 @@ def test_serving_and_flat_bodies_do_not_import_the_markdown_parser() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+_BLOCK_STARTS = [
+    *["", " ", "  ", "   ", "    ", "      ", "\t", " \t", "a", "Title", "\\#", "[a]: /u"],
+    *["- ", "* ", "+ ", "1. ", "2) ", "> ", ">", "> > ", "  - ", "   1. ", "> - "],
+    *["-  ", "-     ", "   * ", "- - -", "* * *", "- --", "--", "  ---"],
+    *["#", "##", "#######", " #", "   #", "    #", "===", "---", "- - -", "=", "-"],
+    *["```", "````", "~~~", " ```", "  ```", "   ```", "    ```", "- ```", "> ```"],
+    *["<!--", " <!--", "  <!--", "-->", "<div>", "<b>", "  <p>"],
+]
+_BLOCK_PARTS = [" ", "\t", "#", " #", "x", "Title", "`", "```", "~~~", "-->", "<!--", "---", "="]
+block_lines = st.builds(
+    lambda start, parts: start + "".join(parts),
+    st.sampled_from(_BLOCK_STARTS),
+    st.lists(st.sampled_from(_BLOCK_PARTS), max_size=4),
+)
+structured = st.lists(block_lines, max_size=16).map("\n".join) | st.lists(
+    block_lines, max_size=16
+).map(lambda ls: "\n".join(ls) + "\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(structured, st.integers(min_value=0, max_value=30))
+def test_a_scanned_body_has_the_headings_and_titles_the_parse_finds(body: str, offset: int) -> None:
+    # lists, quotes, fences, comments and underlines: the scan vouches for a body or says None
+    scanned = _scanned_headings(body, offset)
+    if scanned is not None:
+        assert scanned == _parsed_headings(body, offset)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="#  \t\nab-=>*`~<!1.[]:", max_size=80))
+def test_any_body_the_scan_takes_is_read_like_the_parse(body: str) -> None:
+    scanned = _scanned_headings(body, 0)
+    if scanned is not None:
+        assert scanned == _parsed_headings(body, 0)
+
+
+def test_fences_comments_and_lists_are_scanned_not_parsed() -> None:
+    body = (
+        "# Title\n\nText.\n\n```yaml\n# a comment, not a heading\n```\n\n"
+        "1. Step\n   ```yaml\n   # also code\n   ```\n2. Next\n\n"
+        "<!-- refresh\n# hidden\n-->\n\n## Section ##\n- item\n- item\n\n### Last\n"
+    )
+    assert not is_flat(body)
+    scanned = _scanned_headings(body, 4)
+    assert scanned == _parsed_headings(body, 4)
+    assert [(h.level, h.title, h.line) for h in scanned or []] == [
+        (1, "Title", 5),
+        (2, "Section", 23),
+        (3, "Last", 27),
+    ]
+
+
+def test_a_stretch_with_a_nested_heading_or_an_underline_is_parsed() -> None:
+    body = "# One\n\n- # in a list\n\n## Two\n\nUnder\n---\n\n## Three\n\ntext\n"
+    scanned = _scanned_headings(body, 0)
+    assert scanned == _parsed_headings(body, 0)
+    assert [h.title for h in scanned or []] == ["One", "in a list", "Two", "Under", "Three"]
+
+
+def test_a_body_where_a_fence_or_html_may_hide_a_heading_goes_to_the_parse_whole() -> None:
+    for body in (
+        "<div>\n# hidden in html\n</div>\n",
+        "  ```\n# in a fence, or after a list item's\n  ```\n",
+        "\t```\n# x\n",
+        "  <!--\n# x\n-->\n",
+    ):
+        assert _scanned_headings(body, 0) is None, body
+
+
+def test_an_underline_after_a_bullet_items_lines_is_no_heading_and_needs_no_parse() -> None:
+    # home-assistant's "sources" blocks: a rule closes the list, no paragraph is underlined
+    body = "---\nsources:\n  - type: docs\n    url: x\n---\n\n# Title\n\nText\n---\n"
+    lines = body.split("\n")
+    assert _scan(lines) == ([6], {7})  # the underlined "Text" after the title is parsed
+    assert _scanned_headings(body, 0) == _parsed_headings(body, 0)
+    assert [h.title for h in _parsed_headings(body, 0)] == ["Title", "Text"]
+
+
+def test_building_the_packs_headings_never_imports_the_markdown_parser() -> None:
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from ep_mcp.packs.headings import find_headings\n"
+        "from ep_mcp.packs.loader import load_pack\n"
+        "for name in ('home-assistant', 'blender-3d', 'solar-diy'):\n"
+        "    for doc in load_pack(Path(sys.argv[1]) / name).documents:\n"
+        "        find_headings(doc)\n"
+        "print('markdown_it' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(PACKS)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_the_packs_structured_files_are_scanned_with_the_parse_headings() -> None:
+    scanned = 0
+    for name in ("home-assistant", "blender-3d", "solar-diy"):
+        for doc in load_pack(PACKS / name).documents:
+            if is_flat(doc.body):
+                continue
+            got = _scanned_headings(doc.body, doc.body_line - 1)
+            assert got == _parsed_headings(doc.body, doc.body_line - 1), doc.path
+            scanned += 1
+    assert scanned > 100

@@ -6,8 +6,11 @@ its own index folder, so the first build starts with an empty embedding cache:
 1. full build — no index, no cache;
 2. no-change re-index — the median of a few runs (and the fastest);
 3. one-file change — one line appended to one file's body, then re-index;
-4. the non-embedding build — a fresh index with ``--provider none``: reading, parsing,
-   chunking, token counting and writing, without the model (the median of ``runs``).
+4. the non-embedding build — a fresh index with ``--provider none``, without the model (the
+   median of ``runs``): the process (Python's start, the imports, reading the pack, the build,
+   its record) and the build step alone, the report's ``seconds`` and ``cpu_seconds`` (headings,
+   chunks, token counts and writes, after the pack is read) — the two figures
+   ``scripts/ab_startup.py build`` prints as ``process_cpu_s`` and ``in_process_cpu_s``.
 
 Peak memory is the largest resident set of those child processes (``getrusage`` of children).
 The machine's load average is reported with the numbers: this is a shared machine.
@@ -146,7 +149,8 @@ def bench_index(
 
 def _words_only(copy: Path, work: Path, env: Mapping[str, str], runs: int) -> dict[str, Any]:
     """A fresh build with no embedding provider, ``runs`` times: what a build costs around the
-    model (the median; in process: the build alone, without Python's start and the imports)."""
+    model (the median; in process: the build step alone — headings, chunks, counts, writes —
+    without Python's start, the imports and reading the pack)."""
     done: list[Run] = []
     for i in range(max(1, runs)):
         index = work / f"words-index-{i}"
@@ -273,7 +277,7 @@ def render(result: Mapping[str, Any]) -> str:
             f"{result['one_file_embedded']} embedded, "
             f"{result['one_file_changed_file']})",
             f"  words only        {result['words_build_s']:>8.2f} s  "
-            f"(cpu {result['words_build_cpu_s']:.2f} s; in process "
+            f"(cpu {result['words_build_cpu_s']:.2f} s; the build step "
             f"{result['words_build_in_process_s']:.2f} s, cpu "
             f"{result['words_build_in_process_cpu_s']:.2f} s; --provider none, median of "
             f"{result['words_build_runs']})",
