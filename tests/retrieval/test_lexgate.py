@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ep_mcp.retrieval.candidates import Candidate
-from ep_mcp.retrieval.lexgate import bm25_range, gate_lexical, query_coverage
+from ep_mcp.retrieval.lexgate import bm25_range, gate_lexical, query_coverage, query_stems
 
 
 def _c(cid: int, score: float, bm25: float | None) -> Candidate:
@@ -47,11 +47,11 @@ def test_the_bottom_of_the_lexical_leg_has_no_lexical_share_to_lose() -> None:
 
 
 def test_coverage_counts_the_file_title_and_headings_as_well_as_the_text() -> None:
-    idf = {"inverter": 3.0, "sizing": 1.0}
+    idf = query_stems({"inverter": 3.0, "sizing": 1.0})
     assert query_coverage(idf, "Sizing the inverters", "") == 1.0  # crude stems: inverters
     assert query_coverage(idf, "Pick a battery", "Inverter choice") == 0.75
     assert query_coverage(idf, "Pick a battery", "Wiring") == 0.0
-    assert query_coverage({}, "anything", "") == 1.0
+    assert query_coverage(query_stems({}), "anything", "") == 1.0
     assert bm25_range([(1, 3.0), (2, 9.0), (3, 1.5)]) == (1.5, 9.0) and bm25_range([]) == (0, 0)
 
 

@@ -29,7 +29,7 @@ from ep_mcp.retrieval.fusion import FUSIONS
 from ep_mcp.retrieval.hits import as_shown, candidate_of, hit_of, hit_with, no_live_files
 from ep_mcp.retrieval.intent import Intent, classify_intent
 from ep_mcp.retrieval.legs import LegChoice, Legs, run_legs
-from ep_mcp.retrieval.lexgate import bm25_range, gate_lexical, query_coverage
+from ep_mcp.retrieval.lexgate import bm25_range, gate_lexical, query_coverage, query_stems
 from ep_mcp.retrieval.mmr import cap_per_file, mmr_select
 from ep_mcp.retrieval.profile import apply_profile, profile_similarities
 from ep_mcp.retrieval.rerank import Reranker, rerank_or_keep
@@ -200,10 +200,10 @@ def _gate(run: _Run, cands: list[Candidate], intent: Intent) -> list[Candidate]:
     if not (exponent > 0 and legs.dense and legs.lexical and run.settings.fusion == "weighted"):
         return cands
     counts, total = run.source.term_counts(legs.terms)
-    idf = idf_of(legs.terms, counts, total)
+    stems = query_stems(idf_of(legs.terms, counts, total))
     cover = {
         c.chunk_id: query_coverage(
-            idf, row.chunk.text, " ".join((row.file.title, *row.chunk.heading_path))
+            stems, row.chunk.text, " ".join((row.file.title, *row.chunk.heading_path))
         )
         for c in cands
         if c.lexical_score is not None and (row := run.rows.get(c.chunk_id)) is not None

@@ -20,16 +20,26 @@ from ep_mcp.retrieval.candidates import Candidate, by_score
 from ep_mcp.retrieval.confidence import stems_of
 from ep_mcp.text import stem
 
+FULL = 1.0 - 1e-9  # a coverage summed from shares may fall short of 1 by rounding
 
-def query_coverage(idf: Mapping[str, float], text: str, fields: str) -> float:
-    """Share of the query's IDF mass whose terms occur in ``text`` or ``fields`` (the file's
-    title and the chunk's heading path), by crude stems as the confidence stage counts them."""
+QueryStems = tuple[tuple[str, float], ...]
+"""The query's terms as (crude stem, share of the query's IDF mass), computed once a query."""
+
+
+def query_stems(idf: Mapping[str, float]) -> QueryStems:
+    """Each query term's stem and its share of the IDF mass (no mass: no terms)."""
     mass = sum(idf.values())
-    if mass <= 0:
-        return 1.0  # no term to hold: nothing to take
-    text_stems, field_stems = stems_of(text), stems_of(fields)
-    held = sum(w for t, w in idf.items() if (s := stem(t)) in text_stems or s in field_stems)
-    return held / mass
+    return tuple((stem(t), w / mass) for t, w in idf.items()) if mass > 0 else ()
+
+
+def query_coverage(stems: QueryStems, text: str, fields: str) -> float:
+    """Share of the query's IDF mass whose terms occur in ``text`` or ``fields`` (the file's
+    title and the chunk's heading path), by crude stems as the confidence stage counts them;
+    a query with no weighted term is covered (nothing to take)."""
+    if not stems:
+        return 1.0
+    in_text, in_fields = stems_of(text), stems_of(fields)
+    return sum(w for s, w in stems if s in in_text or s in in_fields)
 
 
 def bm25_range(lexical: Sequence[tuple[int, float]]) -> tuple[float, float]:
@@ -54,7 +64,7 @@ def gate_lexical(
     out = []
     for c in candidates:
         cover = coverage.get(c.chunk_id)
-        if c.lexical_score is not None and cover is not None and cover < 1.0:
+        if c.lexical_score is not None and cover is not None and cover < FULL:
             share = (c.lexical_score - lo) / span if span > 0 else 1.0
             taken = text_weight * share * (1.0 - cover**exponent)
             if taken > 0:
