@@ -61,12 +61,13 @@ def gate_lexical(
         return list(candidates)
     lo, hi = bm25
     span = hi - lo
+    per_bm25 = text_weight / span if span > 0 else 0.0
     out = []
     for c in candidates:
-        cover = coverage.get(c.chunk_id)
-        if c.lexical_score is not None and cover is not None and cover < FULL:
-            share = (c.lexical_score - lo) / span if span > 0 else 1.0
-            taken = text_weight * share * (1.0 - cover**exponent)
+        bm25_score, cover = c.lexical_score, coverage.get(c.chunk_id)
+        if bm25_score is not None and cover is not None and cover < FULL:
+            share = text_weight if span <= 0 else (bm25_score - lo) * per_bm25
+            taken = share * (1.0 - cover**exponent)
             if taken > 0:
                 c = c.moved(
                     c.score - taken, f"lexical gate: {cover:.2f} of the query, -{taken:.3f}"
