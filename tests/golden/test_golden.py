@@ -56,17 +56,21 @@ DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
 # and obra-superpowers' sup-018 ranks its file 6th on one machine and within 5 on another with
 # the same commit (fb40b9f: the int8 model's cosines differ between machines), so its dev
 # recall@5 floor is one query under (17/18), not half.
+# Moved with `lexical_gate` 0.5 (chosen on dev; issue #18, seventh round), measured:
+# obra-superpowers test hit@1 0.886 -> 0.841 (MRR 0.926 -> 0.903) and home-assistant dev hit@1
+# 0.895 -> 0.842 (MRR 0.939 -> 0.912) lowered to about one query (test) / half a query (dev)
+# under; home-assistant test hit@1 0.809 -> 0.857, MRR 0.861 -> 0.891 raised to one query under.
 TEST_MIN = {
     "anthropics-skills": "recall@1=0.77,recall@5=0.89,mrr=0.83,negatives_empty_rate=0.63",
     "blender-3d": "recall@1=0.84,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.68",
-    "home-assistant": "recall@1=0.8,recall@5=0.9,mrr=0.85,negatives_empty_rate=0.61",
-    "obra-superpowers": "recall@1=0.86,recall@5=0.9,mrr=0.88,negatives_empty_rate=0.63",
+    "home-assistant": "recall@1=0.83,recall@5=0.9,mrr=0.87,negatives_empty_rate=0.61",
+    "obra-superpowers": "recall@1=0.81,recall@5=0.9,mrr=0.88,negatives_empty_rate=0.63",
     "solar-diy": "recall@1=0.8,recall@5=0.9,mrr=0.84,negatives_empty_rate=0.28",
 }
 DEV_MIN = {
     "anthropics-skills": "recall@1=0.86,recall@5=0.86,mrr=0.86,negatives_empty_rate=0.66",
     "blender-3d": "recall@1=0.87,recall@5=0.92,mrr=0.9,negatives_empty_rate=0.56",
-    "home-assistant": "recall@1=0.86,recall@5=0.97,mrr=0.91,negatives_empty_rate=0.81",
+    "home-assistant": "recall@1=0.81,recall@5=0.97,mrr=0.89,negatives_empty_rate=0.81",
     "obra-superpowers": "recall@1=0.64,recall@5=0.94,mrr=0.77,negatives_empty_rate=0.66",
     "solar-diy": "recall@1=0.79,recall@5=0.91,mrr=0.85,negatives_empty_rate=0.29",
 }

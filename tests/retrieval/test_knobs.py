@@ -204,6 +204,40 @@ def test_one_leg_factor_is_a_share_between_0_and_1() -> None:
         load_settings(data={"retrieval": {"one_leg_factor": 1.5}})
 
 
+GATED = {
+    # noise.md is first lexically on one word of the question (no dense support: cosine 0);
+    # answer.md is the dense leg's only match and holds one common word of the question
+    "noise.md": "# Noise\n\nBeta, beta, beta.\n",
+    "answer.md": "# Answer\n\nvecmark, and alpha once in a much longer sentence of many words.\n",
+    "a1.md": "# One\n\nAlpha filler.\n",
+    "a2.md": "# Two\n\nAlpha again.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("gate", "noise", "first"),
+    [
+        (0.0, "Beta, beta, beta.", "noise.md"),
+        (0.5, "Beta, beta, beta.", "answer.md"),
+        (0.5, "Beta, beta, beta, and alpha and gamma.", "noise.md"),  # every word: kept whole
+    ],
+)
+def test_a_lexical_hit_on_part_of_the_question_keeps_that_part_of_its_lexical_weight(
+    searcher: Callable[..., PackRuntime], gate: float, noise: str, first: str
+) -> None:
+    files = {**GATED, "noise.md": f"# Noise\n\n{noise}\n"}
+    rt = searcher(files, MarkerEmbedder(64), lexical_gate=gate, adaptive_threshold=False)
+    result = rt.search(SearchRequest("alpha beta gamma", k=4, explain=True))
+    assert result.hits[0].source_file == first
+    stages = [s["stage"] for s in result.explain]
+    assert ("gate" in stages) == (gate > 0)
+
+
+def test_lexical_gate_is_not_negative() -> None:
+    with pytest.raises(ConfigError, match=r"retrieval\.lexical_gate"):
+        load_settings(data={"retrieval": {"lexical_gate": -1}})
+
+
 # --- intent routing: the query's shape moves the weights ---------------------------------------
 
 

@@ -48,6 +48,7 @@ _AT_LEAST_ONE = (
     "requires_token_budget",
 )
 _NOT_NEGATIVE = (
+    "lexical_gate",
     "graph_depth",
     "graph_reserved_slots",
     "requires_max_depth",

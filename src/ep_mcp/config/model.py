@@ -76,6 +76,7 @@ class RetrievalSettings:
     freshness_penalty: float = 0.0
     profile_weight: float = 0.9  # + weight x cosine(query, file title / skill description)
     one_leg_factor: float = 0.5  # fused x this for a chunk only one leg found (1 = off)
+    lexical_gate: float = 0.5  # lexical share x (query coverage) ** this, weighted fusion (0 = off)
     mmr: bool = False  # measured neutral at λ 0.95 (SciFact, golden sets); λ 0.7 costs 0.1
     mmr_lambda: float = 0.95
     max_chunks_per_file: int = 2

@@ -27,6 +27,7 @@ from ep_mcp.retrieval.fusion import FUSIONS
 from ep_mcp.retrieval.hits import as_shown, candidate_of, hit_of, hit_with, no_live_files
 from ep_mcp.retrieval.intent import Intent, classify_intent
 from ep_mcp.retrieval.legs import LegChoice, Legs, run_legs
+from ep_mcp.retrieval.lexgate import bm25_range, gate_lexical, query_coverage, query_stems
 from ep_mcp.retrieval.mmr import cap_per_file, mmr_select
 from ep_mcp.retrieval.profile import apply_profile, profile_similarities
 from ep_mcp.retrieval.rerank import Reranker, rerank_or_keep
@@ -115,7 +116,7 @@ def search(
 
     intent = _intent(run)
     run.legs = _legs(run, query, intent)
-    cands = _support(run, _fuse(run, intent))
+    cands = _support(run, _gate(run, _fuse(run, intent), intent))
     evidence = _evidence(run)
     cands = apply_filters(cands, request.type, request.tags)
     run.notes += [*run.legs.notes, *_pending_note(run)]
@@ -192,6 +193,25 @@ def _fuse(run: _Run, intent: Intent) -> list[Candidate]:
         cands = score_lexically(legs.terms, cands, texts, fallback_weights(s))
         cands = [c.rescored() for c in cands]
     run.trace.stage("fusion", cands, f"{s.fusion if legs.dense else 'lexical fallback'}")
+    return cands
+
+
+def _gate(run: _Run, cands: list[Candidate], intent: Intent) -> list[Candidate]:
+    """A lexical hit keeps its lexical weight in proportion to the query it holds (weighted)."""
+    legs, exponent = run.legs, run.settings.lexical_gate
+    if not (exponent > 0 and legs.dense and legs.lexical and run.settings.fusion == "weighted"):
+        return cands
+    counts, total = run.source.term_counts(legs.terms)
+    stems = query_stems(idf_of(legs.terms, counts, total))
+    cover = {
+        c.chunk_id: query_coverage(
+            stems, row.chunk.text, " ".join((row.file.title, *row.chunk.heading_path))
+        )
+        for c in cands
+        if c.lexical_score is not None and (row := run.rows.get(c.chunk_id)) is not None
+    }
+    cands = gate_lexical(cands, cover, intent.text_weight, bm25_range(legs.lexical), exponent)
+    run.trace.stage("gate", cands, f"lexical share x query coverage^{exponent:g}")
     return cands
 
 
