@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ from ep_mcp.packs.headings import (
     _parsed_headings,
     _scan,
     _scanned_headings,
+    find_headings,
     is_flat,
 )
 from ep_mcp.packs.loader import load_pack
@@ -209,3 +212,29 @@ def test_the_packs_structured_files_are_scanned_with_the_parse_headings() -> Non
             assert got == _parsed_headings(doc.body, doc.body_line - 1), doc.path
             scanned += 1
     assert scanned > 100
+
+
+# markdown-it 4.3 raises IndexError in its HTML-block rule on this body (a quote in a list)
+PARSER_BREAKER = "# Title\n\n\t\n- ---\n*  ===-->\n> - <!-- ===\n> "
+
+
+def test_a_body_the_parser_fails_on_is_indexed_with_its_atx_headings(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "broken.md").write_text(PARSER_BREAKER, encoding="utf-8")
+    (pack / "kilns.md").write_text("# Kilns\n\nFire the kiln slowly.\n", encoding="utf-8")
+    env = {**os.environ, "EP_MCP_HOME": str(tmp_path / "home")}
+    cli = "from ep_mcp.cli import main; main()"
+    args = [sys.executable, "-c", cli, "index", str(pack), "--provider", "none"]
+    done = subprocess.run(
+        [*args, "--index-dir", str(tmp_path / "idx"), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-600:]
+    assert "Traceback" not in done.stderr
+    (broken,) = [d for d in load_pack(pack).documents if d.path == "broken.md"]
+    headings = find_headings(broken)
+    assert [(h.level, h.title) for h in headings] == [(1, "Title")]

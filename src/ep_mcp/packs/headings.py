@@ -23,6 +23,7 @@ bodies of lists, quotes, fences, comments and underlines, and on every file of t
 from __future__ import annotations
 
 import bisect
+import logging
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ep_mcp.packs.models import Document
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # imported on the first structured file: a restart with no change parses none
     from markdown_it import MarkdownIt
@@ -75,12 +78,22 @@ def _parser() -> MarkdownIt:
 
 
 def find_headings(doc: Document) -> list[Heading]:
-    """Headings of the body (code fences excluded), with raw-file line numbers."""
+    """Headings of the body (code fences excluded), with raw-file line numbers; a body the
+    parser fails on keeps its ATX lines, so one hostile file cannot stop a build or a read."""
     body, offset = doc.body, doc.body_line - 1
     if is_flat(body):
         return _flat_headings(body, offset)
-    scanned = _scanned_headings(body, offset)
-    return scanned if scanned is not None else _parsed_headings(body, offset)
+    try:
+        scanned = _scanned_headings(body, offset)
+        return scanned if scanned is not None else _parsed_headings(body, offset)
+    except (IndexError, ValueError, RecursionError) as exc:  # markdown-it 4 on some nested HTML
+        logger.warning(
+            "%s: the markdown parser failed (%s); its # lines are taken as its headings — "
+            "check the file's HTML blocks",
+            doc.path,
+            exc,
+        )
+        return _flat_headings(body, offset)
 
 
 def _parsed_headings(body: str, offset: int) -> list[Heading]:
@@ -101,27 +114,27 @@ def _parsed_headings(body: str, offset: int) -> list[Heading]:
 
 
 def _flat_headings(body: str, offset: int) -> list[Heading]:
-    """The ATX headings of a body with a flat block structure, titled as markdown-it titles
-    them: the text after the marks, less a closing run of ``#`` that follows a space."""
+    """The ATX headings of a body with a flat block structure (``_heading`` titles them)."""
     found: list[Heading] = []
     line_of = _LineNumbers(body)
     for at in _hash_lines(body):
         match = _ATX.match(body, at)
-        if match is None:
-            continue
-        rest = match.group(2).rstrip(" \t")
-        bare = rest.rstrip("#")
-        if bare and bare[-1] in " \t":
-            rest = bare
-        title = rest.strip()  # markdown-it trims CommonMark's spaces: all are str.isspace
-        found.append(Heading(len(match.group(1)), title, line_of(at) + 1 + offset))
+        if match is not None:
+            found.append(_heading(match, line_of(at) + 1 + offset))
     return found
 
 
 def _atx(line: str, number: int) -> Heading:
-    """The ATX heading of a line that opens one (``_ATX_START``), titled as markdown-it does."""
+    """The ATX heading of a line that opens one (``_ATX_START``)."""
     match = _ATX.match(line)
     assert match is not None
+    return _heading(match, number)
+
+
+def _heading(match: re.Match[str], number: int) -> Heading:
+    """An ``_ATX`` match as a heading, titled as markdown-it titles it: the text after the
+    marks, less a closing run of ``#`` that follows a space, trimmed (CommonMark's spaces are
+    all ``str.isspace``)."""
     rest = match.group(2).rstrip(" \t")
     bare = rest.rstrip("#")
     if bare and bare[-1] in " \t":
