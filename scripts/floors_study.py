@@ -71,7 +71,12 @@ def ask(rt: PackRuntime, text: str, wanted: set[str], unit: Callable[[str], str]
 def record(args: argparse.Namespace) -> None:
     work: Path = args.work
     off = work / "floor-off.yaml"
-    off.write_text("retrieval:\n  activation_floor: 0.0\n", encoding="utf-8")
+    import yaml  # the base config (e.g. index.embed_windows) with the activation floor off
+
+    base = yaml.safe_load(args.config.read_text(encoding="utf-8")) if args.config else None
+    base = base or {}
+    base.setdefault("retrieval", {})["activation_floor"] = 0.0
+    off.write_text(yaml.safe_dump(base), encoding="utf-8")
     settings = load_settings(off)
     emb = make_embedder(settings)
     out: list[Record] = []
@@ -276,6 +281,7 @@ def main() -> None:
     rec.add_argument("roots", type=Path, nargs="+")
     rec.add_argument("--beir", type=Path)
     rec.add_argument("--work", type=Path, required=True)
+    rec.add_argument("--config", type=Path, help="a config.yaml to record under")
     rec.set_defaults(run=record)
     st = sub.add_parser("study")
     st.add_argument("--work", type=Path, required=True)

@@ -1,0 +1,188 @@
+"""Sweep retrieval settings over the golden sets (and SciFact) with every index opened once.
+
+    python scripts/sweep.py --golden tests/golden --packs-root ../shared/packs \\
+        --packs-root ../shared/skills --work DIR [--beir ../shared/bench/scifact] \\
+        [--split dev] --variant "" --variant "vector_weight=0.5,text_weight=0.5" ...
+
+Each ``--variant`` is a comma-separated list of ``retrieval.KEY=VALUE`` overrides ("" is the
+served defaults). Per variant it prints the pooled answerable hit@1 / hit@5 / MRR of the split,
+negatives answered empty, answerable questions withheld, hit@1 per pack, and (with ``--beir``)
+SciFact's served nDCG@10 on its train split for ``--split dev`` and its test split for
+``--split test``, plus how many queries each variant wins and loses against the first one.
+Dev (with SciFact train) chooses; ``--split test`` is for reporting a choice once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ep_mcp.config.env import resolve_environment
+from ep_mcp.config.load import load_settings
+from ep_mcp.config.model import Settings
+from ep_mcp.eval.beir import load_beir, materialise
+from ep_mcp.eval.golden import find_pack, load_golden_dir, run_set, select_split, with_refusals
+from ep_mcp.eval.metrics import ndcg_at
+from ep_mcp.eval.run import open_runtime
+from ep_mcp.index.embed.factory import make_embedder
+from ep_mcp.library.runtime import PackRuntime
+from ep_mcp.retrieval.types import SearchRequest
+
+
+def overrides(text: str, base: Any) -> dict[str, Any]:
+    """``"a=1,b=true"`` as typed retrieval-settings overrides (each key must exist)."""
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, raw = part.partition("=")
+        old = getattr(base, key)  # AttributeError names an unknown key
+        if isinstance(old, bool):
+            out[key] = raw.lower() in ("1", "true", "yes", "on")
+        elif isinstance(old, (int, float)) and not isinstance(old, bool):
+            out[key] = type(old)(float(raw)) if isinstance(old, int) else float(raw)
+        else:
+            out[key] = type(old)(raw) if old is not None else raw
+    return out
+
+
+@dataclasses.dataclass
+class Target:
+    """One golden set (or SciFact) and its open runtime."""
+
+    name: str
+    rt: PackRuntime
+    run: Callable[[PackRuntime], dict[str, tuple[int | None, int]]]  # id → (rank, returned)
+
+
+def golden_targets(args: argparse.Namespace, settings: Settings, emb: Any) -> list[Target]:
+    out = []
+    for golden in load_golden_dir(args.golden):
+        folder = find_pack(golden.pack, args.packs_root)
+        chosen = select_split(with_refusals(golden, folder), args.split)
+        rt = open_runtime(folder, settings, emb, args.work)
+
+        def run(rt: PackRuntime, chosen: Any = chosen) -> dict[str, tuple[int | None, int]]:
+            skills = dict(rt.view.skill_of)
+            rep = run_set(
+                chosen,
+                lambda q: [h.source_file for h in rt.search(SearchRequest(query=q, k=10)).hits],
+                lambda p: skills.get(p, p),
+            )
+            return {
+                f"{chosen.pack}:{o.query.id}": (None if o.query.negative else o.rank, o.returned)
+                for o in rep.outcomes
+            }
+
+        out.append(Target(golden.pack, rt, run))
+    return out
+
+
+def beir_target(args: argparse.Namespace, settings: Settings, emb: Any) -> Target:
+    data = load_beir(args.beir, "train" if args.split == "dev" else "test")
+    base = args.work / f"beir-{data.name}"
+    mapping = materialise(data, base / "docs")
+    rt = open_runtime(base / "docs", settings, emb, base, kind="markdown", slug=data.name)
+
+    def run(rt: PackRuntime) -> dict[str, tuple[int | None, int]]:
+        out = {}
+        for qid, text in data.queries.items():
+            hits = rt.search(SearchRequest(query=text, k=10)).hits
+            ranked = [mapping.get(h.source_file, h.source_file) for h in hits]
+            # nDCG@10 in thousandths carried as the "rank" slot; returned as usual
+            out[qid] = (round(1000 * ndcg_at(ranked, data.qrels[qid])), len(hits))
+        return out
+
+    return Target(data.name, rt, run)
+
+
+def summary(name: str, rows: dict[str, tuple[int | None, int]], negatives: set[str]) -> str:
+    pos = {q: r for q, r in rows.items() if q not in negatives}
+    neg = {q: r for q, r in rows.items() if q in negatives}
+    hit1 = sum(1 for r, _ in pos.values() if r == 1)
+    hit5 = sum(1 for r, _ in pos.values() if r is not None and r <= 5)
+    mrr = sum(1 / r for r, _ in pos.values() if r) / max(len(pos), 1)
+    empty = sum(1 for _, n in neg.values() if n == 0)
+    withheld = sum(1 for _, n in pos.values() if n == 0)
+    return (
+        f"{name}: hit@1 {hit1}/{len(pos)} = {hit1 / max(len(pos), 1):.3f}  hit@5 "
+        f"{hit5 / max(len(pos), 1):.3f}  MRR {mrr:.3f}  negatives empty {empty}/{len(neg)}  "
+        f"withheld {withheld}/{len(pos)}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--golden", type=Path, required=True)
+    ap.add_argument("--packs-root", type=Path, action="append", required=True)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--beir", type=Path)
+    ap.add_argument("--config", type=Path, help="config.yaml whose settings the variants vary")
+    ap.add_argument("--split", choices=("dev", "test", "all"), default="dev")
+    ap.add_argument("--variant", action="append", default=None)
+    ap.add_argument("--per-query", action="store_true", help="print every changed query")
+    ap.add_argument("--dump", type=Path, help="write every variant's (rank, returned) per query")
+    args = ap.parse_args(argv)
+    settings = load_settings(args.config) if args.config else Settings()
+    settings = resolve_environment(settings, os.environ)
+    emb = make_embedder(settings)
+    targets = golden_targets(args, settings, emb)
+    negatives = {
+        f"{g.pack}:{q.id}"
+        for g in load_golden_dir(args.golden)
+        for q in with_refusals(g, find_pack(g.pack, args.packs_root)).queries
+        if q.negative
+    }
+    beir = beir_target(args, settings, emb) if args.beir else None
+    first: dict[str, tuple[int | None, int]] | None = None
+    dumped: dict[str, Any] = {}
+    for variant in args.variant or [""]:
+        retrieval = dataclasses.replace(
+            settings.retrieval, **overrides(variant, settings.retrieval)
+        )
+        varied = dataclasses.replace(settings, retrieval=retrieval)
+        rows: dict[str, tuple[int | None, int]] = {}
+        per_pack = []
+        for t in targets:
+            t.rt.settings = varied
+            got = t.run(t.rt)
+            rows.update(got)
+            pos = [r for q, (r, _) in got.items() if q not in negatives]
+            per_pack.append(f"{t.name} {sum(r == 1 for r in pos)}/{len(pos)}")
+        print(f"== {variant or 'served defaults'}")
+        print("  " + summary(f"pooled {args.split}", rows, negatives))
+        print("  hit@1 by pack: " + ", ".join(per_pack))
+        if beir is not None:
+            beir.rt.settings = varied
+            b = beir.run(beir.rt)
+            mean = sum(r or 0 for r, _ in b.values()) / 1000 / max(len(b), 1)
+            withheld = sum(1 for _, n in b.values() if n == 0)
+            print(f"  {beir.name} served nDCG@10 {mean:.4f}, withheld {withheld}/{len(b)}")
+        dumped[variant] = rows
+        if first is None:
+            first = rows
+        else:
+            pos_ids = [q for q in rows if q not in negatives]
+            won = [q for q in pos_ids if rows[q][0] == 1 and first[q][0] != 1]
+            lost = [q for q in pos_ids if rows[q][0] != 1 and first[q][0] == 1]
+            neg_won = [q for q in negatives & rows.keys() if rows[q][1] == 0 < first[q][1]]
+            neg_lost = [q for q in negatives & rows.keys() if first[q][1] == 0 < rows[q][1]]
+            print(
+                f"  against the first: hit@1 +{len(won)} −{len(lost)}; "
+                f"negatives +{len(neg_won)} −{len(neg_lost)}"
+            )
+            if args.per_query:
+                print("    won:", " ".join(sorted(won)), "| lost:", " ".join(sorted(lost)))
+    if args.dump:
+        args.dump.write_text(json.dumps(dumped), encoding="utf-8")
+    for t in targets:
+        t.rt.close()
+    if beir is not None:
+        beir.rt.close()
+
+
+if __name__ == "__main__":
+    main()
