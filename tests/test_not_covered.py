@@ -4,7 +4,7 @@ on that server, and `ep-mcp search`. Each answers no hits and says the pack does
 cover the question; `include_low_confidence` (`--include-low-confidence`) shows the hits anyway.
 
 Two questions: one the activation floor already empties (nothing to show even when asked), and
-one that finds hits whose `answerable` falls under `min_answerable` (0.32) — those are
+one that finds hits whose `answerable` falls under `min_answerable` (0.28) — those are
 withheld, and shown when asked. And one that names an unknown product in passing: answered.
 """
 

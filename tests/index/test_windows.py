@@ -260,8 +260,8 @@ def test_a_chunk_missing_a_window_waits_pending_and_the_next_build_fills_all_its
 # -- the knob -------------------------------------------------------------------------------
 
 
-def test_windows_are_off_by_default() -> None:
-    assert IndexSettings().embed_windows is False
+def test_windows_are_on_by_default() -> None:
+    assert IndexSettings().embed_windows is True
 
 
 def test_window_overlap_must_leave_room_in_the_window() -> None:
