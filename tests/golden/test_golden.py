@@ -37,42 +37,27 @@ HERE = Path(__file__).resolve().parent
 
 SETS = sorted(HERE.glob("*.yaml"))
 DEFAULT_MIN = "recall@5=0.9,mrr=0.7"
-# Floors a little under what was measured on 2026-06-01 data (docs/BENCHMARKS.md): on test about
-# one answerable query under (1/44 ≈ 0.023 hit@1), on dev about half a query under (dev sets hold
-# 12-14 answerable queries), so a ranking knob that stops working fails `.ci/run`. Lower them only
-# with a measured reason; never raise them by tuning on the test split.
-# Lowered twice with a measured reason: the not-covered threshold (retrieval/confidence.py, its
-# operating point chosen on dev) withholds 4 anthropics-skills test paraphrases (MRR 0.848) and
-# one blender-3d dev query (recall@5 0.867) in exchange for more negatives answered empty.
-# Moved again with the refit on the new dev negatives (min_answerable 0.66): one more obra and
-# one more solar-diy test query withheld (floors lowered to about one query under); negatives
-# answered empty raised to about one negative under the measured rates; dev floors re-set about
-# half a query under the dev sets that now hold 17-20 answerable queries and 15-17 negatives.
-# Raised for home-assistant test with `one_leg_factor` 0.5 (chosen on dev; issue #18): hit@1
-# 0.786 -> 0.833, MRR 0.846 -> 0.873 measured, floors about one query under.
-# Lowered on dev with a measured reason (2026-12-02): the answer model refit so that a name in
-# passing no longer withholds a question (issue #18; `unknown_uncovered`) answers 3 blender-3d
-# dev negatives that `unknown_names` emptied (12/15 -> 9/15; floor about half a negative under);
-# and obra-superpowers' sup-018 ranks its file 6th on one machine and within 5 on another with
-# the same commit (fb40b9f: the int8 model's cosines differ between machines), so its dev
-# recall@5 floor is one query under (17/18), not half.
-# Moved with `lexical_gate` 0.5 (chosen on dev; issue #18, seventh round), measured:
-# obra-superpowers test hit@1 0.886 -> 0.841 (MRR 0.926 -> 0.903) and home-assistant dev hit@1
-# 0.895 -> 0.842 (MRR 0.939 -> 0.912) lowered to about one query (test) / half a query (dev)
-# under; home-assistant test hit@1 0.809 -> 0.857, MRR 0.861 -> 0.891 raised to one query under.
+# Floors about one query under what was measured (docs/BENCHMARKS.md, "Eighth round": embedding
+# windows on, min_answerable 0.28, measured 2026-12-02): hit@1 and hit@5 one answerable query
+# under, MRR 0.02 under, negatives answered empty one negative under — on test (41-44 answerable
+# queries a pack) and on the enlarged dev split (42-45 a pack since the second dev batch, ids 301
+# and up), so a ranking knob that stops working fails `.ci/run`. The int8 model's cosines differ
+# slightly between machines (obra-superpowers' sup-018 ranked 5th on one, 6th on another), which
+# one query of room absorbs. Lower a floor only with a measured reason; never raise one by tuning
+# on the test split.
 TEST_MIN = {
-    "anthropics-skills": "recall@1=0.77,recall@5=0.89,mrr=0.83,negatives_empty_rate=0.63",
-    "blender-3d": "recall@1=0.84,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.68",
-    "home-assistant": "recall@1=0.83,recall@5=0.9,mrr=0.87,negatives_empty_rate=0.61",
-    "obra-superpowers": "recall@1=0.81,recall@5=0.9,mrr=0.88,negatives_empty_rate=0.63",
-    "solar-diy": "recall@1=0.8,recall@5=0.9,mrr=0.84,negatives_empty_rate=0.28",
+    "anthropics-skills": "recall@1=0.84,recall@5=0.93,mrr=0.88,negatives_empty_rate=0.63",
+    "blender-3d": "recall@1=0.84,recall@5=0.93,mrr=0.88,negatives_empty_rate=0.56",
+    "home-assistant": "recall@1=0.83,recall@5=0.92,mrr=0.87,negatives_empty_rate=0.53",
+    "obra-superpowers": "recall@1=0.84,recall@5=0.95,mrr=0.89,negatives_empty_rate=0.63",
+    "solar-diy": "recall@1=0.82,recall@5=0.92,mrr=0.87,negatives_empty_rate=0.28",
 }
 DEV_MIN = {
-    "anthropics-skills": "recall@1=0.86,recall@5=0.86,mrr=0.86,negatives_empty_rate=0.66",
-    "blender-3d": "recall@1=0.87,recall@5=0.92,mrr=0.9,negatives_empty_rate=0.56",
-    "home-assistant": "recall@1=0.81,recall@5=0.97,mrr=0.89,negatives_empty_rate=0.81",
-    "obra-superpowers": "recall@1=0.64,recall@5=0.94,mrr=0.77,negatives_empty_rate=0.66",
-    "solar-diy": "recall@1=0.79,recall@5=0.91,mrr=0.85,negatives_empty_rate=0.29",
+    "anthropics-skills": "recall@1=0.88,recall@5=0.9,mrr=0.89,negatives_empty_rate=0.5",
+    "blender-3d": "recall@1=0.8,recall@5=0.88,mrr=0.84,negatives_empty_rate=0.5",
+    "home-assistant": "recall@1=0.84,recall@5=0.97,mrr=0.9,negatives_empty_rate=0.57",
+    "obra-superpowers": "recall@1=0.81,recall@5=0.95,mrr=0.88,negatives_empty_rate=0.65",
+    "solar-diy": "recall@1=0.8,recall@5=0.95,mrr=0.87,negatives_empty_rate=0.13",
 }
 
 
