@@ -19,6 +19,7 @@ from ep_mcp.eval.run import open_runtime, open_served
 from ep_mcp.index import pgwindows
 from ep_mcp.index.artifact import ArtifactError
 from ep_mcp.index.builder import build_index
+from ep_mcp.index.embed.base import Embedder
 from ep_mcp.index.embed.fake import HashingEmbedder, WindowedHashingEmbedder
 from ep_mcp.index.pgindex import PgIndex
 from ep_mcp.index.pgload import load_into_postgres
@@ -77,9 +78,9 @@ def pg_settings(dsn: str, **index: Any) -> Settings:
     return Settings(index=IndexSettings(engine=IndexEngine.POSTGRES, dsn=dsn, **index))
 
 
-def build_sqlite(root: Path, path: Path, embedder: object, overlap: int | None = 4) -> Store:
+def build_sqlite(root: Path, path: Path, embedder: Embedder, overlap: int | None = 4) -> Store:
     store = Store(path, vector_engine="numpy")
-    build_index(load_pack(root), store, embedder, words, window_overlap=overlap)  # type: ignore[arg-type]
+    build_index(load_pack(root), store, embedder, words, window_overlap=overlap)
     return store
 
 
@@ -96,8 +97,8 @@ def served(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         lite_settings,
         index=dataclasses.replace(lite_settings.index, engine=IndexEngine.POSTGRES, dsn=dsn),
     )
-    lite_rt = open_runtime(pack, lite_settings, embedder, root / "lite")  # type: ignore[arg-type]
-    pg_rt = open_served(pack, pg, embedder, root / "pg")  # type: ignore[arg-type]
+    lite_rt = open_runtime(pack, lite_settings, embedder, root / "lite")
+    pg_rt = open_served(pack, pg, embedder, root / "pg")
     yield {"lite": lite_rt, "pg": pg_rt, "embedder": embedder, "dsn": dsn, "root": root}
     lite_rt.close()
     pg_rt.close()
