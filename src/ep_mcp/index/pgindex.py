@@ -4,13 +4,13 @@ postgres``.
 It reads the schema ``pgload`` published (one per version, never written again), so what is
 constant for the version — features, counts, FTS5's row and token totals — is read once at
 open. The lexical leg is FTS5's BM25 over FTS5's own postings (``pgbm25``); the vector leg is
-pgvector's HNSW (cosine) with ``hnsw.ef_search`` well above the pool, and for a version with
-embedding windows the candidates SQLite's vec0 path takes (``vectors.vec0_top``), scored at
-the best of their windows, so each chunk comes once and ranks as on SQLite; chunks are read back in
-SQLite's row shape (``reads.StoreReads._row``). Each thread has its own connection. A
-connection that breaks (a restarted server, a killed backend) is opened again and the query
-retried once; if that fails too the query is one `IndexUnavailableError` line and
-``problems()`` (so ``/health``) says degraded until a query succeeds again.
+pgvector's HNSW (cosine) with ``hnsw.ef_search`` well above the pool — for a version with
+embedding windows over SQLite's vec0 candidates, each chunk once at the best of its windows
+(``pgwindows``); chunks are read back in SQLite's row shape (``reads.StoreReads._row``). Each
+thread has its own connection. A connection that breaks (a restarted server, a killed
+backend) is opened again and the query retried once; if that fails too the query is one
+`IndexUnavailableError` line and ``problems()`` (so ``/health``) says degraded until a query
+succeeds again.
 """
 
 from __future__ import annotations
