@@ -4,13 +4,15 @@ A chunk's first window is in ``vectors``, its later ones in ``chunk_windows`` (`
 its similarity to a query is the best of its windows', as on SQLite (``vectors.py``). The
 candidates are the ones SQLite's vec0 path takes (``vectors.vec0_top``): the ``n`` nearest
 first windows (HNSW on ``vectors``) and the owners of the nearest later windows (HNSW on
-``chunk_windows``, read ``2n`` at a time, doubled until ``n`` chunks are among them or the
-table is read out) — no chunk outside them can rank in the top ``n``. Their similarities are
-then computed from every stored window of theirs, and ranked best first, ties by chunk id.
+``chunk_windows``, ``2n`` of them, doubled until ``n`` chunks are among them or the table is
+read out) — no chunk outside them can rank in the top ``n``. Their similarities are then
+computed from every stored window of theirs and ranked best first, ties by chunk id. The
+first read of ``2n`` windows and the scoring are one statement (``AT_ONCE``): one round trip
+unless a few chunks own all of those windows.
 
 HNSW returns at most ``hnsw.ef_search`` rows (pgvector caps it at ``EF_MAX``): when the
-windows needed are more than that (a few chunks with very many close windows), the top ``n``
-is computed over every window instead, exact and rare.
+windows needed are more than that, the top ``n`` is computed over every window instead,
+exact and rare.
 """
 
 from __future__ import annotations
@@ -25,6 +27,27 @@ SCORED = """
         UNION ALL
         SELECT chunk_id, vec FROM chunk_windows WHERE chunk_id = ANY(%(ids)s)
     ) AS w GROUP BY chunk_id ORDER BY sim DESC, chunk_id LIMIT %(n)s
+"""
+
+# the common case in one statement: the candidates of the first read of ``2n`` later windows,
+# scored, with how many windows that read found and how many chunks own them (``w`` is read
+# three times: PostgreSQL computes it once)
+AT_ONCE = """
+    WITH w AS (
+        SELECT chunk_id FROM chunk_windows ORDER BY vec <=> %(q)s::vector LIMIT %(k)s
+    ), c AS (
+        SELECT chunk_id FROM (
+            SELECT chunk_id FROM vectors ORDER BY vec <=> %(q)s::vector LIMIT %(n)s
+        ) AS f
+        UNION SELECT chunk_id FROM w
+    )
+    SELECT s.chunk_id, max(1 - (s.vec <=> %(q)s::vector)) AS sim,
+        (SELECT count(*) FROM w), (SELECT count(DISTINCT chunk_id) FROM w)
+    FROM (
+        SELECT chunk_id, vec FROM vectors WHERE chunk_id IN (SELECT chunk_id FROM c)
+        UNION ALL
+        SELECT chunk_id, vec FROM chunk_windows WHERE chunk_id IN (SELECT chunk_id FROM c)
+    ) AS s GROUP BY s.chunk_id ORDER BY sim DESC, s.chunk_id LIMIT %(n)s
 """
 
 EVERY = """
@@ -53,9 +76,15 @@ def _nearest(conn: Any, table: str, literal: str, k: int) -> list[int]:
 def top(conn: Any, literal: str, n: int, ef_search: int) -> list[tuple[int, float]]:
     """The top ``n`` chunks for the query vector ``literal`` (pgvector's text form), inside
     the caller's transaction: (chunk_id, similarity), best first."""
+    k = 2 * n
+    if k <= EF_MAX:
+        set_ef(conn, k, ef_search)
+        rows = conn.execute(AT_ONCE, {"q": literal, "n": n, "k": k}).fetchall()
+        if not rows or rows[0][3] >= n or rows[0][2] < k:  # n owners, or every window read
+            return [(int(cid), float(sim)) for cid, sim, _, _ in rows]
+        k *= 2
     set_ef(conn, n, ef_search)
     candidates = set(_nearest(conn, "vectors", literal, n))
-    k = 2 * n
     while True:
         if k > EF_MAX:  # more than HNSW returns: every window scored instead
             rows = conn.execute(EVERY, {"q": literal, "n": n}).fetchall()
