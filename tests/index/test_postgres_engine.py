@@ -370,32 +370,6 @@ def test_the_cli_with_an_unreachable_dsn_fails_with_one_line_before_building(
     assert no_out.exit_code == 2 and "give --out DIR too" in no_out.output
 
 
-def test_the_cli_refuses_embedding_windows_for_postgres_in_one_line_before_building(
-    tmp_path: Path, make_pack: Any, postgres_dsn: str
-) -> None:
-    """The engine serves no windows: `--to postgres` with `index.embed_windows: true` says so
-    before it builds (it built and embedded every window first, then refused the load)."""
-    from click.testing import CliRunner
-
-    from ep_mcp.cli import main
-
-    pack: Path = make_pack(GARDEN, name="garden")
-    config = tmp_path / "ep-mcp.yaml"
-    dsn = fresh_database(postgres_dsn)
-    config.write_text(
-        "embedding: {provider: hashing}\n"
-        f"index: {{engine: postgres, dsn: '{dsn}', embed_windows: true}}\n",
-        encoding="utf-8",
-    )
-    out = tmp_path / "out"
-    args = ["index", str(pack), "--out", str(out), "--to", "postgres", "--config", str(config)]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 1, result.output
-    assert "index.embed_windows: the postgres engine does not serve" in result.output
-    assert len(result.output.strip().splitlines()) == 1, result.output
-    assert not (out / "garden").exists()  # nothing was built
-
-
 def test_a_lexical_query_past_its_time_limit_answers_nothing_and_is_not_a_lost_server(
     garden: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -493,40 +467,6 @@ def test_a_closed_version_opens_no_new_connection_and_says_so_in_one_line(
     with pytest.raises(IndexUnavailableError, match=r"is closed .* ask again"):
         index.chunks_by_ids([1])
     assert backends() == before
-
-
-def test_a_version_built_with_embedding_windows_is_refused_in_one_line(
-    tmp_path: Path, make_pack: Any, postgres_dsn: str
-) -> None:
-    """The engine reads one vector a chunk: a version whose long chunks have later windows
-    would be served without them, so it is refused before anything is loaded."""
-    import apsw
-
-    from ep_mcp.index.artifact import ArtifactError, check
-    from ep_mcp.index.pgload import load_index
-
-    published = publish_pack(
-        make_pack(GARDEN, name="garden"), tmp_path / "home", tmp_path / "out", "hashing"
-    )
-    manifest = check(published.version_dir)
-    index = tmp_path / "windowed.db"
-    shutil.copy(published.version_dir / "index.db", index)
-    conn = apsw.Connection(str(index))
-    chunk_id, vec = conn.execute("SELECT chunk_id, vec FROM vectors LIMIT 1").fetchall()[0]
-    conn.execute(
-        "INSERT INTO chunk_windows(chunk_id, position, vec) VALUES (?, 1, ?)", (chunk_id, vec)
-    )
-    conn.close()
-    dsn = fresh_database(postgres_dsn)
-    pg = settings_for(tmp_path / "home", "hashing", index={"engine": "postgres", "dsn": dsn})
-    with pytest.raises(ArtifactError, match=r"embedding windows.*index\.embed_windows: false"):
-        load_index(pg.index, index, manifest)
-    with psycopg.connect(dsn) as conn_pg:
-        loaded = conn_pg.execute("SELECT to_regclass('ep_mcp.versions') IS NOT NULL").fetchone()[0]
-        versions = (
-            conn_pg.execute("SELECT count(*) FROM ep_mcp.versions").fetchone()[0] if loaded else 0
-        )
-    assert versions == 0
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,13 @@ postgres``.
 It reads the schema ``pgload`` published (one per version, never written again), so what is
 constant for the version — features, counts, FTS5's row and token totals — is read once at
 open. The lexical leg is FTS5's BM25 over FTS5's own postings (``pgbm25``); the vector leg is
-pgvector's HNSW (cosine) with ``hnsw.ef_search`` well above the pool; chunks are read back in
-SQLite's row shape (``reads.StoreReads._row``). Each thread has its own connection. A
-connection that breaks (a restarted server, a killed backend) is opened again and the query
-retried once; if that fails too the query is one `IndexUnavailableError` line and
-``problems()`` (so ``/health``) says degraded until a query succeeds again.
+pgvector's HNSW (cosine) with ``hnsw.ef_search`` well above the pool — for a version with
+embedding windows over SQLite's vec0 candidates, each chunk once at the best of its windows
+(``pgwindows``); chunks are read back in SQLite's row shape (``reads.StoreReads._row``). Each
+thread has its own connection. A connection that breaks (a restarted server, a killed
+backend) is opened again and the query retried once; if that fails too the query is one
+`IndexUnavailableError` line and ``problems()`` (so ``/health``) says degraded until a query
+succeeds again.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ep_mcp.config.model import IndexSettings
 from ep_mcp.errors import IndexBuildError, IndexUnavailableError, NotFoundError
-from ep_mcp.index import pgbm25
+from ep_mcp.index import pgbm25, pgwindows
 from ep_mcp.index.embed.base import key_dimension
 from ep_mcp.index.pgconnect import connect, first_line, psycopg_module, resolve_dsn
 from ep_mcp.index.pgload import schema_name
@@ -74,11 +76,13 @@ def published_version(settings: IndexSettings, slug: str) -> str:
 
 
 def _load_stats(raw: object) -> dict[str, int] | None:
-    """The counts `pgload` wrote at the load (`pg_stats`); None when missing or damaged."""
+    """The counts `pgload` wrote at the load (`pg_stats`); None when missing or damaged. A
+    version loaded before embedding windows records none: 0 later windows."""
     with contextlib.suppress(KeyError, TypeError, ValueError, RecursionError):
         stats = json.loads(raw) if isinstance(raw, str) else None
         if isinstance(stats, dict):
-            return {k: int(stats[k]) for k in ("rows", "tokens", "vectors", "pending")}
+            found = {k: int(stats[k]) for k in ("rows", "tokens", "vectors", "pending")}
+            return {**found, "windows": int(stats.get("windows", 0))}
     return None
 
 
@@ -109,6 +113,7 @@ class PgIndex:
                 "`ep-mcp index PACK --out DIR --to postgres`"
             ) from None
         self._rows, self._tokens = stats["rows"], stats["tokens"]
+        self._windows = stats["windows"]
         self._counts = {
             "files": self._count("files"),
             "chunks": self._rows,
@@ -226,6 +231,10 @@ class PgIndex:
     def pending_count(self) -> int:
         return self._counts["pending"]
 
+    def window_count(self) -> int:
+        """Later embedding windows loaded (0 for a version loaded before windows)."""
+        return self._windows
+
     def close(self) -> None:
         self._closed = True
         errors = (psycopg_module().Error, OSError)
@@ -288,7 +297,8 @@ class PgIndex:
     # -- the vector leg: pgvector HNSW ------------------------------------------------------
 
     def vector_top(self, query: npt.NDArray[np.float32], n: int) -> list[tuple[int, float]]:
-        """Nearest chunks by cosine similarity, best first, as (chunk_id, similarity)."""
+        """Nearest chunks by cosine similarity, best first, as (chunk_id, similarity): each
+        chunk once, at the best of its embedding windows (as ``Store.vector_top``)."""
         if not self.has_vectors() or n <= 0:
             return []
 
@@ -296,11 +306,12 @@ class PgIndex:
         if dim is not None and query.shape[0] != dim:
             raise dimension_error(query.shape[0], f"the index {dim}")
         literal = "[" + ",".join(repr(float(x)) for x in query.tolist()) + "]"
-        ef = str(min(1000, max(self.ef_search, 2 * n)))
 
         def run(conn: Any) -> list[tuple[int, float]]:
             with conn.transaction():
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef,))
+                if self._windows:
+                    return pgwindows.top(conn, literal, n, self.ef_search)
+                pgwindows.set_ef(conn, n, self.ef_search)
                 rows = conn.execute(
                     "SELECT chunk_id, 1 - (vec <=> %s::vector) AS sim FROM vectors "
                     "ORDER BY vec <=> %s::vector LIMIT %s",
@@ -311,6 +322,7 @@ class PgIndex:
         return self._run(run)
 
     def vectors_for(self, chunk_ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """One vector per chunk (its first window: what the model reads of its head)."""
         import numpy as np
 
         if not chunk_ids or not self.has_vectors():

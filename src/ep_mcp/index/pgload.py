@@ -3,10 +3,15 @@
 SQLite stays the build format (docs/SCALING.md says why): ``ep-mcp index PACK --out DIR --to
 postgres`` publishes the artifact as ever, then loads its ``index.db`` here. In one
 transaction: a fresh schema ``ep_v_<hash of slug and version>`` gets the files, chunks and
-embedding cache (COPY), the vectors (binary COPY into ``vector(dim)``), FTS5's own postings
+embedding cache (COPY), the vectors — each chunk's first embedding window in ``vectors``, the
+later windows of long chunks in ``chunk_windows``, as in SQLite — (binary COPY into
+``vector(dim)``), FTS5's own postings
 (``fts5vocab`` of type ``instance``: see ``pgbm25``) with each row's length and each term's row
-count, then its indexes (HNSW cosine on the vectors, b-trees on the postings); the row counts
-are checked against the manifest and the SQLite file, and the version is recorded. A second,
+count, then its indexes (HNSW cosine on the vectors and on the later windows, b-trees on the
+postings); the later windows are checked whole first (``vectorcheck.window_damage``), the row
+counts against the manifest and the SQLite file, and the version is recorded with its counts
+(``meta.pg_stats``; a version loaded before windows has no ``windows`` there, and no
+``chunk_windows`` table: it is served as it always was). A second,
 short transaction makes it the pack's current version and drops all but the newest ``keep``
 (the current one always stays). Servers poll ``ep_mcp.current`` (``PgIndex.current_version``).
 Nothing a pack brings names a schema: the name is a hash.
@@ -29,7 +34,6 @@ import apsw
 
 from ep_mcp import __version__
 from ep_mcp.config.model import IndexSettings, Settings, memory_mb
-from ep_mcp.errors import ConfigError
 from ep_mcp.index.artifact import (
     INDEX,
     ArtifactError,
@@ -40,6 +44,7 @@ from ep_mcp.index.artifact import (
 )
 from ep_mcp.index.pgconnect import connect, psycopg_module, resolve_dsn
 from ep_mcp.index.store import Store
+from ep_mcp.index.vectorcheck import window_damage
 
 logger = logging.getLogger(__name__)
 
@@ -102,22 +107,13 @@ class Loaded:
     seconds: float
     already: bool  # the version was loaded before: only the flip ran
     removed: tuple[str, ...] = ()
+    windows: int = 0  # later embedding windows loaded (-1: not now)
 
 
 def publish_version(settings: IndexSettings, version_dir: Path, keep: int = 3) -> Loaded:
     """Load an artifact version (checked first) and make it the pack's current version."""
     manifest = check(version_dir)
     return load_index(settings, version_dir / INDEX, manifest, keep)
-
-
-def check_publishable(settings: IndexSettings) -> None:
-    """Refuse, before a build, settings whose versions this engine would refuse to load
-    (``--to postgres`` would otherwise embed every window of a pack and then stop)."""
-    if settings.embed_windows:
-        raise ConfigError(
-            "index.embed_windows: the postgres engine does not serve embedding windows yet — "
-            "set index.embed_windows: false to publish to PostgreSQL"
-        )
 
 
 def load_index(settings: IndexSettings, index: Path, manifest: Manifest, keep: int = 3) -> Loaded:
@@ -131,21 +127,25 @@ def load_index(settings: IndexSettings, index: Path, manifest: Manifest, keep: i
             "SELECT schema_name FROM ep_mcp.versions WHERE slug=%s AND version=%s",
             (manifest.slug, manifest.version),
         ).fetchone()
-        loaded_before = (manifest.chunks, -1, -1)  # chunks, vectors, postings (-1: not now)
+        loaded_before = (manifest.chunks, -1, -1, -1)  # chunks, vectors, postings, windows
         counts = (
             _load(conn, index, manifest, schema, settings.pg_build_memory)
             if row is None
             else loaded_before
         )
         removed = flip(conn, manifest.slug, manifest.version, keep)
+    chunks, vectors, postings, windows = counts
     return Loaded(
         manifest.slug,
         manifest.version,
         schema,
-        *counts,
+        chunks,
+        vectors,
+        postings,
         time.perf_counter() - started,
         already=row is not None,
         removed=tuple(removed),
+        windows=windows,
     )
 
 
@@ -188,17 +188,16 @@ def build_memory_mb(setting: str, vectors: int, dim: int) -> int:
 
 def _load(
     conn: Any, index: Path, manifest: Manifest, schema: str, build_memory: str = "auto"
-) -> tuple[int, int, int]:
-    """Copy one version into ``schema`` and check it, in one transaction."""
+) -> tuple[int, int, int, int]:
+    """Copy one version into ``schema`` and check it, in one transaction: (chunks, vectors,
+    postings, later windows) loaded."""
     src = _open_sqlite(index)
     try:
         features = _features(src)
-        dim = features.get("dimension")
-        if _one_sqlite(src, "SELECT count(*) FROM chunk_windows"):
-            raise ArtifactError(
-                f"{manifest.slug}: this version was built with embedding windows, which the "
-                "postgres engine does not serve yet — rebuild it with index.embed_windows: false"
-            )
+        dim = int(features.get("dimension") or 0)
+        has_windows = bool(dim) and _has_sqlite(src, "chunk_windows")  # none before schema 3
+        if has_windows:
+            _refuse_damaged_windows(src, manifest, dim)
         with conn.transaction():
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # a load that died
             conn.execute(f'CREATE SCHEMA "{schema}"')
@@ -207,7 +206,12 @@ def _load(
             if dim:
                 conn.execute(
                     "CREATE TABLE vectors(chunk_id integer PRIMARY KEY, "
-                    f"vec vector({int(dim)}) NOT NULL)"
+                    f"vec vector({dim}) NOT NULL)"
+                )
+                conn.execute(
+                    "CREATE TABLE chunk_windows(id integer PRIMARY KEY, chunk_id integer NOT NULL, "
+                    f"position integer NOT NULL, vec vector({dim}) NOT NULL, "
+                    "UNIQUE (chunk_id, position))"
                 )
             _copy_rows(conn, "meta", "key, value", src.execute("SELECT key, value FROM meta"))
             _copy_rows(
@@ -219,7 +223,8 @@ def _load(
             _copy_rows(
                 conn, "embed_cache", "key, vec", src.execute("SELECT key, vec FROM embed_cache")
             )
-            vectors = _copy_vectors(conn, src, int(dim)) if dim else 0
+            vectors = _copy_vectors(conn, src, dim) if dim else 0
+            windows = _copy_windows(conn, src, dim) if has_windows else 0
             postings = _copy_postings(conn, src)
             conn.execute(
                 "INSERT INTO doclen SELECT chunk_id, sum(tf0 + tf1 + tf2) FROM postings "
@@ -228,23 +233,21 @@ def _load(
             conn.execute("INSERT INTO terms SELECT term, count(*) FROM postings GROUP BY term")
             conn.execute("CREATE INDEX postings_term ON postings(term)")
             conn.execute("CREATE INDEX chunks_path ON chunks(path)")
-            if dim:  # the graph built in memory (pgvector's default 64 MB spills to disk)
-                build_mb = build_memory_mb(build_memory, vectors, int(dim))
-                logger.info(
-                    "pack %s: building the HNSW index of %d vectors with %d MB",
-                    manifest.slug,
-                    vectors,
-                    build_mb,
-                )
-                conn.execute(f"SET LOCAL maintenance_work_mem = '{int(build_mb)}MB'")
-                conn.execute(
-                    "CREATE INDEX vectors_hnsw ON vectors USING hnsw (vec vector_cosine_ops)"
-                )
+            if dim:  # the graphs built in memory (pgvector's default 64 MB spills to disk)
+                _build_hnsw(conn, "vectors", vectors, dim, build_memory, manifest.slug)
+            if windows:
+                _build_hnsw(conn, "chunk_windows", windows, dim, build_memory, manifest.slug)
             pending = _one(src, "SELECT count(*) FROM pending_vectors")
             chunks = _one(conn, "SELECT count(*) FROM chunks")
-            _check_counts(conn, src, manifest, chunks, vectors)
+            _check_counts(conn, src, manifest, chunks, vectors, windows if has_windows else None)
             total = _one(conn, "SELECT coalesce(sum(len), 0) FROM doclen")
-            stats = {"rows": chunks, "tokens": total, "pending": pending, "vectors": vectors}
+            stats = {
+                "rows": chunks,
+                "tokens": total,
+                "pending": pending,
+                "vectors": vectors,
+                "windows": windows,
+            }
             conn.execute("INSERT INTO meta VALUES('pg_stats', %s)", (json.dumps(stats),))
             conn.execute(
                 "INSERT INTO ep_mcp.versions(slug, version, schema_name, manifest) "
@@ -255,18 +258,39 @@ def _load(
     finally:
         src.close()
     logger.info("pack %s: version %s loaded into %s", manifest.slug, manifest.version, schema)
-    return chunks, vectors, postings
+    return chunks, vectors, postings, windows
+
+
+def _build_hnsw(conn: Any, table: str, rows: int, dim: int, setting: str, slug: str) -> None:
+    """The HNSW (cosine) index of ``table``'s vectors, built with `build_memory_mb`."""
+    build_mb = build_memory_mb(setting, rows, dim)
+    what = "vectors" if table == "vectors" else "later windows"
+    logger.info("pack %s: building the HNSW index of %d %s with %d MB", slug, rows, what, build_mb)
+    conn.execute(f"SET LOCAL maintenance_work_mem = '{int(build_mb)}MB'")
+    conn.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (vec vector_cosine_ops)")
+
+
+def _has_sqlite(src: apsw.Connection, table: str) -> bool:
+    sql = "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?"
+    return bool(src.execute(sql, (table,)).fetchall())
+
+
+def _refuse_damaged_windows(src: apsw.Connection, manifest: Manifest, dim: int) -> None:
+    """A later window of the wrong size, a chunk missing one, or a window of no chunk vector:
+    the version would be served other than SQLite serves it, so nothing is loaded."""
+    bad, stray = window_damage(src, dim)
+    if bad or stray:
+        raise ArtifactError(
+            f"version {manifest.version} of pack '{manifest.slug}' has damaged embedding "
+            f"windows ({bad} of the wrong size or missing, {stray} of no chunk vector) — "
+            "nothing was published; check the artifact with `ep-mcp index --check DIR` and "
+            "publish it again"
+        )
 
 
 def _features(src: apsw.Connection) -> dict[str, Any]:
     rows = src.execute("SELECT value FROM meta WHERE key='index_features'").fetchall()
     return dict(json.loads(str(rows[0][0]))) if rows else {}
-
-
-def _one_sqlite(src: apsw.Connection, sql: str) -> int:
-    rows = src.execute(sql).fetchall()
-    value = rows[0][0] if rows else 0
-    return value if isinstance(value, int) else 0
 
 
 def _one(conn: Any, sql: str) -> int:
@@ -275,8 +299,15 @@ def _one(conn: Any, sql: str) -> int:
 
 
 def _check_counts(
-    conn: Any, src: apsw.Connection, manifest: Manifest, chunks: int, vectors: int
+    conn: Any,
+    src: apsw.Connection,
+    manifest: Manifest,
+    chunks: int,
+    vectors: int,
+    windows: int | None,
 ) -> None:
+    """The rows loaded against the manifest's and the SQLite file's (``windows`` None: the
+    file has no ``chunk_windows``, or no vectors)."""
     want = {
         "chunks": (manifest.chunks, chunks),
         "files": (
@@ -285,6 +316,8 @@ def _check_counts(
         ),
         "vectors": (_one(src, "SELECT count(*) FROM vectors"), vectors),
     }
+    if windows is not None:
+        want["windows"] = (_one(src, "SELECT count(*) FROM chunk_windows"), windows)
     wrong = {k: v for k, v in want.items() if v[0] != v[1]}
     if wrong:
         said = ", ".join(f"{k} {a} expected, {b} loaded" for k, (a, b) in wrong.items())
@@ -301,21 +334,38 @@ def _copy_rows(conn: Any, table: str, columns: str, rows: Iterator[Any]) -> None
 
 
 def _copy_vectors(conn: Any, src: apsw.Connection, dim: int) -> int:
-    """The vectors in PostgreSQL's binary COPY format (pgvector's ``vector_recv``: int16 dim,
-    int16 0, then big-endian float4s): no float ever goes through text."""
+    """Each chunk's first window (``vectors``)."""
+    sql = "SELECT chunk_id, vec FROM vectors ORDER BY chunk_id"
+    return _copy_binary(conn, "vectors (chunk_id, vec)", src.execute(sql), 1, dim)
+
+
+def _copy_windows(conn: Any, src: apsw.Connection, dim: int) -> int:
+    """The later windows of long chunks (``chunk_windows``, their ids kept)."""
+    sql = "SELECT id, chunk_id, position, vec FROM chunk_windows ORDER BY id"
+    return _copy_binary(
+        conn, "chunk_windows (id, chunk_id, position, vec)", src.execute(sql), 3, dim
+    )
+
+
+def _copy_binary(conn: Any, target: str, rows: Iterator[Any], ints: int, dim: int) -> int:
+    """Rows of ``ints`` integers then a vector, in PostgreSQL's binary COPY format
+    (pgvector's ``vector_recv``: int16 dim, int16 0, then big-endian float4s): no float ever
+    goes through text. A vector of the wrong size is left out (the count check refuses the
+    version)."""
     import numpy as np
 
-    head = struct.Struct(">hiiihh")  # fields, len, id, len, dim, unused
+    head = struct.Struct(">h" + "ii" * ints + "ihh")  # fields, (len, int)…, len, dim, unused
     count = 0
-    with conn.cursor().copy("COPY vectors (chunk_id, vec) FROM STDIN (FORMAT BINARY)") as copy:
+    with conn.cursor().copy(f"COPY {target} FROM STDIN (FORMAT BINARY)") as copy:
         copy.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0))
         batch: list[bytes] = []
-        for cid, blob in src.execute("SELECT chunk_id, vec FROM vectors ORDER BY chunk_id"):
-            vec = np.frombuffer(blob, dtype="<f4")
-            if len(vec) != dim:
+        for *keys, blob in rows:
+            if len(blob) != 4 * dim:
                 continue  # a damaged row: the count check below refuses the version
+            vec = np.frombuffer(blob, dtype="<f4")
+            fields = [x for key in keys for x in (4, int(key))]
             batch.append(
-                head.pack(2, 4, int(cid), 4 + 4 * dim, dim, 0) + vec.astype(">f4").tobytes()
+                head.pack(ints + 1, *fields, 4 + 4 * dim, dim, 0) + vec.astype(">f4").tobytes()
             )
             count += 1
             if len(batch) >= 2000:

@@ -116,6 +116,13 @@ def _windows(
     return bad, stray
 
 
+def window_damage(conn: Connection, dimension: int) -> tuple[int, int]:
+    """Every later window checked (not sampled: a load into PostgreSQL reads them all anyway):
+    (bad — of the wrong size, or a chunk holding another number than its vector records —,
+    stray — of a chunk with no first window)."""
+    return _windows(conn, dimension, "", ())
+
+
 def _pending(conn: Connection, where: str, args: tuple[Any, ...] = ()) -> int:
     try:
         return _one(conn, f"SELECT count(*) FROM pending_vectors {where}", args)
