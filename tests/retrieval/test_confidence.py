@@ -23,6 +23,7 @@ from ep_mcp.retrieval.confidence import (
     model_to_dict,
     query_features,
     sigmoid,
+    uncovered_rest,
 )
 from ep_mcp.retrieval.confidence_file import load_model, packaged_model, packaged_path, save_model
 from ep_mcp.retrieval.reconstruct import excerpt
@@ -319,3 +320,15 @@ def test_a_saved_model_is_indented_for_readable_diffs(tmp_path: Path) -> None:
     path = tmp_path / "confidence.json"
     save_model(_model(0.5), path)
     assert path.read_text(encoding="utf-8").startswith('{\n  "calibrated_for": "local/",\n')
+
+
+def test_with_no_other_term_or_no_text_the_rest_of_the_query_is_all_uncovered() -> None:
+    idf = {"houdini": 4.0, "pyro": 1.0}
+    assert uncovered_rest({"houdini": 4.0}, {"houdini"}, ["houdini pyro"]) == 1.0
+    assert uncovered_rest(idf, {"houdini"}, []) == 1.0
+    assert uncovered_rest(idf, {"houdini"}, ["pyro smoke"]) == 0.0
+
+
+def test_a_model_part_that_is_not_an_object_is_named_by_its_type() -> None:
+    with pytest.raises(TypeError, match=r"names and weights, not list$"):
+        model_from_dict({"hit": [1.0], "answerable": {}})

@@ -116,6 +116,7 @@ def test_a_chunks_words_are_read_once_however_many_queries_score_it(
 ) -> None:
     read: list[str] = []
     real = fallback.words
+    fallback._word_counts.cache_clear()  # not counted by an earlier run in this process
     monkeypatch.setattr(fallback, "words", lambda text: read.append(text) or real(text))
     text = "A kiln fires stoneware to cone six; a glaze kiln fires lower."
     first = lexical_signals(["kiln", "glaze"], text, "kilns.md")

@@ -2,7 +2,13 @@ import datetime as dt
 
 import pytest
 
-from ep_mcp.retrieval.freshness import freshness, freshness_of, parse_date, parse_duration_days
+from ep_mcp.retrieval.freshness import (
+    Freshness,
+    freshness,
+    freshness_of,
+    parse_date,
+    parse_duration_days,
+)
 
 TODAY = dt.date(2026, 6, 1)
 
@@ -123,3 +129,11 @@ def test_freshness_is_judged_once_per_set_of_values_and_kept_apart_by_type() -> 
     # a value a pack got wrong (a list) is still judged, not a TypeError
     odd = freshness_of(["2026-01-01"], None, None, None, today)
     assert odd == freshness(["2026-01-01"], None, None, None, today)
+
+
+def test_a_value_that_cannot_be_a_key_leaves_the_others_judged_as_usual() -> None:
+    # expires_at a list: judged afresh, and every other value still counts
+    by_cycle = freshness_of("2026-05-01", None, "P10D", ["soon"], TODAY)
+    assert by_cycle == Freshness(31, True, False, "['soon']")
+    by_file = freshness_of("2026-05-01", "P60D", "P10D", ["soon"], TODAY)
+    assert by_file == Freshness(31, False, False, "['soon']")

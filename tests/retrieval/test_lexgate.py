@@ -7,7 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ep_mcp.retrieval.candidates import Candidate
-from ep_mcp.retrieval.lexgate import bm25_range, gate_lexical, query_coverage, query_stems
+from ep_mcp.retrieval.lexgate import (
+    FULL,
+    bm25_range,
+    gate_lexical,
+    query_coverage,
+    query_stems,
+)
 
 
 def _c(cid: int, score: float, bm25: float | None) -> Candidate:
@@ -74,3 +80,28 @@ def test_the_gate_never_raises_a_score_and_keeps_every_candidate(
     before = {c.chunk_id: c.score for c in cands}
     assert all(c.score <= before[c.chunk_id] + 1e-12 for c in out)
     assert [c.score for c in out] == sorted((c.score for c in out), reverse=True)
+
+
+def test_a_flat_lexical_leg_gives_every_lexical_hit_the_full_share() -> None:
+    # one lexical hit (or equal BM25s) normalises to 1, as the weighted fusion scored it
+    out = gate_lexical([_c(1, 0.9, 5.0)], {1: 0.25}, 0.6, (5.0, 5.0), 0.5)
+    assert out[0].score == pytest.approx(0.9 - 0.6 * 0.5)
+
+
+def test_a_narrow_bm25_range_is_normalised_like_a_wide_one() -> None:
+    # span 0.5: the top keeps share 1, the middle 0.5, the bottom 0 (as over a span of 5)
+    cands = [_c(1, 1.0, 0.7), _c(2, 0.9, 0.45), _c(3, 0.8, 0.2)]
+    out = gate_lexical(cands, {1: 0.25, 2: 0.25, 3: 0.25}, 0.6, (0.2, 0.7), 1.0)
+    assert {c.chunk_id: c.score for c in out} == pytest.approx({1: 0.55, 2: 0.675, 3: 0.8})
+
+
+def test_nothing_taken_leaves_the_candidate_as_it_was() -> None:
+    bottom, full = _c(1, 0.4, 2.0), _c(2, 0.3, 8.0)
+    # the bottom of the leg has no share; a coverage short of 1 by rounding only is full
+    out = gate_lexical([bottom, full], {1: 0.0, 2: FULL}, 0.6, (2.0, 8.0), 0.5)
+    assert out[0] is bottom and out[1] is full
+
+
+def test_query_stems_share_the_idf_mass_and_a_massless_query_has_none() -> None:
+    assert query_stems({"kiln": 0.25, "glaze": 0.75}) == (("kiln", 0.25), ("glaze", 0.75))
+    assert query_stems({"the": 0.0, "a": 0.0}) == ()

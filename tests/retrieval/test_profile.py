@@ -124,3 +124,12 @@ def test_the_remembered_units_stay_within_their_bound(monkeypatch: pytest.Monkey
     for v in kept:
         profile._unit_once(v)
         assert len(profile._UNITS) <= 3
+
+
+def test_a_zero_vector_has_no_direction_and_a_cosine_of_zero() -> None:
+    # an embedder may give a text with no tokens the zero vector: no NaN reaches the scores
+    zero, x = vec(0.0, 0.0), vec(3.0, 4.0)
+    sims = profile_similarities(["a.md"], {"a.md": "a"}, zero, lambda _t: x)
+    assert sims == {"a.md": 0.0}
+    sims = profile_similarities(["a.md"], {"a.md": "a"}, x, lambda _t: vec(0.0, 0.0))
+    assert sims == {"a.md": 0.0}

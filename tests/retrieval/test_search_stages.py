@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ep_mcp.config.model import Fusion, RetrievalSettings
-from ep_mcp.errors import EmbeddingError, QueryError
+from ep_mcp.errors import EmbeddingError, QueryError, RerankError
 from ep_mcp.index.builder import build_index
 from ep_mcp.index.embed import HashingEmbedder
 from ep_mcp.index.store import Store
@@ -36,6 +36,11 @@ PUMPS = {
     f"pump{i:02}.md": f"# Pump {i}\n\nPump valve impeller priming, note {i}.\n" for i in range(40)
 }
 PUMPS["howto.md"] = "---\ntype: howto\ntags: [field]\n---\n# Field\n\nA pump, now and then.\n"
+
+PENDING = (
+    "3 chunk(s) await embeddings — they are found by words only until `ep-mcp index` "
+    "(or the server, in the background) embeds them"
+)
 
 
 class Recording:
@@ -159,12 +164,8 @@ def test_without_routing_the_intent_is_general(pumps: Index) -> None:
 
 
 def test_chunks_awaiting_vectors_are_named_in_a_note(pumps: Index) -> None:
-    note = (
-        "3 chunk(s) await embeddings — they are found by words only until `ep-mcp index` "
-        "(or the server, in the background) embeds them"
-    )
     result = pumps.search(SearchRequest("pump valve"), source=Recording(pumps.store, pending=3))
-    assert result.notes == (note,)
+    assert result.notes == (PENDING,)
     lexical = pumps.search(
         SearchRequest("pump valve"), source=Recording(pumps.store, pending=3), legs="lexical"
     )
@@ -318,6 +319,27 @@ def test_an_empty_answer_under_a_confidence_model_says_no_hit(pumps: Index) -> N
     assert result.notes == ("the pack does not appear to cover this question (no hit)",)
 
 
+def names_model() -> ConfidenceModel:
+    hit = Logistic(("position_rr",), (1.0,), 0.0, (0.0,), (1.0,))
+    answer = Logistic(("unknown_uncovered",), (-20.0,), 2.0, (0.0,), (1.0,))
+    return ConfidenceModel(hit, answer, "*")
+
+
+def test_a_name_the_pack_never_mentions_is_counted_against_answering(pumps: Index) -> None:
+    # "Houdini" is written like a name and no chunk holds it; "gaskets" is not answered either
+    unknown = pumps.search(SearchRequest("pump valve for Houdini gaskets"), CONFIDENT,
+                           confidence=names_model())  # fmt: skip
+    assert unknown.assessment is not None
+    assert unknown.assessment.query_features["unknown_uncovered"] > 0.1
+    assert unknown.covered is False and unknown.hits == ()
+    # "Impeller" is written like a name too, but the pack holds it: nothing counted
+    known = pumps.search(SearchRequest("pump valve for Impeller gaskets"), CONFIDENT,
+                         confidence=names_model())  # fmt: skip
+    assert known.assessment is not None
+    assert known.assessment.query_features["unknown_uncovered"] == 0.0
+    assert known.covered is True and known.hits
+
+
 def test_confidence_needs_the_setting_on(pumps: Index) -> None:
     result = pumps.search(SearchRequest("pump valve"), QUIET, confidence=model(-10.0))
     assert result.hits and result.answerable is None
@@ -453,6 +475,46 @@ def test_the_reranker_only_reorders_its_pool(pumps: Index) -> None:
     assert reranker.asked == [("pump valve", 2)]
     assert "pump07.md" not in files(result)[:2]
     assert set(files(result)[:2]) == set(plain[:2])
+
+
+class DownReranker:
+    name = "fake/down"
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        raise RerankError("reranker down failed (connection refused)")
+
+
+def test_a_reranker_adds_no_note_and_keeps_the_notes_before_it(pumps: Index) -> None:
+    source = Recording(pumps.store, pending=3)
+    result = pumps.search(SearchRequest("pump valve", k=3), source=source, reranker=NoteReranker())
+    assert files(result)[0] == "pump07.md" and result.notes == (PENDING,)
+
+
+def test_a_failing_reranker_is_named_after_the_notes_before_it(pumps: Index) -> None:
+    plain = files(pumps.search(SearchRequest("pump valve", k=3)))
+    source = Recording(pumps.store, pending=3)
+    result = pumps.search(SearchRequest("pump valve", k=3), source=source, reranker=DownReranker())
+    assert files(result) == plain
+    assert result.notes == (
+        PENDING,
+        "reranker down failed (connection refused) — results are in their unreranked order",
+    )
+
+
+def test_a_query_can_turn_the_configured_reranker_off(pumps: Index) -> None:
+    plain = files(pumps.search(SearchRequest("pump valve", k=3)))
+    reranker = NoteReranker()
+    result = pumps.search(
+        SearchRequest("pump valve", k=3, rerank=False, explain=True), reranker=reranker
+    )
+    assert reranker.asked == [] and files(result) == plain
+    assert "rerank" not in [r["stage"] for r in result.explain]
+
+
+def test_explain_names_the_lexical_gate_and_the_one_leg_stage(pumps: Index) -> None:
+    result = pumps.search(SearchRequest("pump valve priming", explain=True))
+    assert stage(result, "gate")["summary"].startswith("lexical share x query coverage^0.5; ")
+    assert stage(result, "support")["summary"].startswith("one leg only: fused x0.5; ")
 
 
 @pytest.mark.parametrize(

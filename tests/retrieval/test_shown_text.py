@@ -43,6 +43,7 @@ def test_a_chunks_shown_text_is_worked_out_once_however_often_it_is_a_hit(
 ) -> None:
     stripped: list[str] = []
     real = hits.strip_leading_noise
+    hits._shown.cache_clear()  # not worked out by an earlier run in this process
     monkeypatch.setattr(hits, "strip_leading_noise", lambda t: stripped.append(t) or real(t))
     raw = "<!-- context: kilns -->\nFire the kiln slowly to cone six; then let it cool."
     hit = Hit("k", "k.md", "Kilns", "", (), (), raw, 1.0, "h", None, 0, (1, 2))
