@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from ep_mcp.config.load import load_settings
 from ep_mcp.eval import calibrate as cal
@@ -71,8 +72,7 @@ def ask(rt: PackRuntime, text: str, wanted: set[str], unit: Callable[[str], str]
 def record(args: argparse.Namespace) -> None:
     work: Path = args.work
     off = work / "floor-off.yaml"
-    import yaml  # the base config (e.g. index.embed_windows) with the activation floor off
-
+    # the base config (e.g. index.embed_windows) with the activation floor off
     base = yaml.safe_load(args.config.read_text(encoding="utf-8")) if args.config else None
     base = base or {}
     base.setdefault("retrieval", {})["activation_floor"] = 0.0

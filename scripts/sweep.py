@@ -171,8 +171,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             neg_won = [q for q in negatives & rows.keys() if rows[q][1] == 0 < first[q][1]]
             neg_lost = [q for q in negatives & rows.keys() if first[q][1] == 0 < rows[q][1]]
             print(
-                f"  against the first: hit@1 +{len(won)} −{len(lost)}; "
-                f"negatives +{len(neg_won)} −{len(neg_lost)}"
+                f"  against the first: hit@1 +{len(won)} -{len(lost)}; "
+                f"negatives +{len(neg_won)} -{len(neg_lost)}"
             )
             if args.per_query:
                 print("    won:", " ".join(sorted(won)), "| lost:", " ".join(sorted(lost)))

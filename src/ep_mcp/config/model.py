@@ -67,7 +67,7 @@ class RetrievalSettings:
     lexical_coverage_floor: float = 0.25  # without vectors: coverage below → empty answer
     score_ratio: float = 0.0  # then keep hits scoring ≥ ratio * best
     confidence: bool = True  # every hit's `confidence`, the answer's `answerable` (data model)
-    min_answerable: float = 0.28  # answerable below → no hits (dev + SciFact train; BENCHMARKS "Eighth round")
+    min_answerable: float = 0.28  # answerable below → no hits (dev + SciFact train, #18 round 8)
     type_match_boost: float = 0.05  # boosts are fractions of the best fused score
     tag_match_boost: float = 0.03
     always_tier_boost: float = 0.03
