@@ -88,7 +88,7 @@ def beir_target(args: argparse.Namespace, settings: Settings, emb: Any) -> Targe
     rt = open_runtime(base / "docs", settings, emb, base, kind="markdown", slug=data.name)
 
     def run(rt: PackRuntime) -> dict[str, tuple[int | None, int]]:
-        out = {}
+        out: dict[str, tuple[int | None, int]] = {}
         for qid, text in data.queries.items():
             hits = rt.search(SearchRequest(query=text, k=10)).hits
             ranked = [mapping.get(h.source_file, h.source_file) for h in hits]
