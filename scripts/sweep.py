@@ -41,9 +41,14 @@ def overrides(text: str, base: Any) -> dict[str, Any]:
         key, _, raw = part.partition("=")
         old = getattr(base, key)  # AttributeError names an unknown key
         if isinstance(old, bool):
-            out[key] = raw.lower() in ("1", "true", "yes", "on")
-        elif isinstance(old, (int, float)) and not isinstance(old, bool):
-            out[key] = type(old)(float(raw)) if isinstance(old, int) else float(raw)
+            flags = {"true": True, "1": True, "on": True, "false": False, "0": False, "off": False}
+            if raw.lower() not in flags:
+                raise SystemExit(f"{key}={raw}: give true or false")
+            out[key] = flags[raw.lower()]
+        elif isinstance(old, int):
+            out[key] = int(raw)  # ValueError names a non-integer
+        elif isinstance(old, float):
+            out[key] = float(raw)
         else:
             out[key] = type(old)(raw) if old is not None else raw
     return out
