@@ -1,13 +1,14 @@
-"""Embedding windows on the postgres engine (fixture ``postgres_dsn``): a version built with
-windows is loaded whole, each chunk is scored at the best of its windows and ranked exactly as
-SQLite ranks it, a version loaded before windows still serves, and damaged windows are refused
-before anything is loaded."""
+"""Embedding windows on the postgres engine (fixtures ``postgres_cluster``,
+``postgres_database``): a version built with windows is loaded whole, each chunk is scored at
+the best of its windows and ranked exactly as SQLite ranks it, a version loaded before windows
+still serves, damaged or hostile vector rows are refused in one line before anything is served
+(the version served before stays current), and ``index --check`` makes the same checks."""
 
 from __future__ import annotations
 
 import dataclasses
-import uuid
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +61,6 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def fresh_database(dsn: str) -> str:
-    name = f"ep_t_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return f"{dsn} dbname={name}"
-
-
 def write_pack(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -85,13 +79,15 @@ def build_sqlite(root: Path, path: Path, embedder: Embedder, overlap: int | None
 
 
 @pytest.fixture(scope="module")
-def served(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def served(
+    postgres_cluster: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
     """The pack built with windows by the windowed fake, served from SQLite and from
     PostgreSQL: each side's store, and each side's runtime (the whole search)."""
     root = tmp_path_factory.mktemp("pg-windows")
     pack = write_pack(root / "lava", PACK)
     embedder = WindowedHashingEmbedder(64, WINDOW)
-    dsn = fresh_database(postgres_dsn)
+    dsn = postgres_cluster.create_database()
     lite_settings = Settings(index=IndexSettings(embed_windows=True, window_overlap=4))
     pg = dataclasses.replace(
         lite_settings,
@@ -102,6 +98,7 @@ def served(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     yield {"lite": lite_rt, "pg": pg_rt, "embedder": embedder, "dsn": dsn, "root": root}
     lite_rt.close()
     pg_rt.close()
+    postgres_cluster.drop_database(dsn.rsplit("dbname=", 1)[1])
 
 
 def same_ranking(
@@ -199,14 +196,16 @@ def test_the_whole_search_answers_as_on_sqlite(served: dict[str, Any]) -> None:
         )
 
 
-def test_a_version_loaded_before_windows_still_serves(postgres_dsn: str, tmp_path: Path) -> None:
+def test_a_version_loaded_before_windows_still_serves(
+    postgres_database: Callable[[], str], tmp_path: Path
+) -> None:
     """A version an ep-mcp before windows loaded has no `chunk_windows` table and no
     `windows` in its `pg_stats`: it opens and serves its one vector a chunk."""
     pack = write_pack(tmp_path / "lava", PACK)
     embedder = HashingEmbedder(64)
     lite = build_sqlite(pack, tmp_path / "old.db", embedder, overlap=None)
     lite.close()
-    dsn = fresh_database(postgres_dsn)
+    dsn = postgres_database()
     settings = pg_settings(dsn)
     loaded = load_into_postgres(settings, tmp_path / "old.db", "lava")
     assert loaded.windows == 0
@@ -229,63 +228,135 @@ def test_a_version_loaded_before_windows_still_serves(postgres_dsn: str, tmp_pat
         reader.close()
 
 
+NAN, INF = "x'0000c07f'", "x'0000807f'"  # float32, little-endian
+FIRST_WINDOWED = "(SELECT min(chunk_id) FROM chunk_windows)"
+TOO_MANY = f"""
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40)
+    INSERT INTO chunk_windows(chunk_id, position, vec)
+    SELECT v.chunk_id, 1000 + i, v.vec FROM n, vectors v WHERE v.chunk_id = {FIRST_WINDOWED};
+    UPDATE vectors SET windows = (SELECT count(*) FROM chunk_windows w
+        WHERE w.chunk_id = vectors.chunk_id);
+"""
+LAST_WINDOW = "WHERE id = (SELECT max(id) FROM chunk_windows)"
+
+
 @pytest.mark.parametrize(
     ("damage", "said"),
     [
-        (
-            "UPDATE chunk_windows SET vec = x'0000' WHERE id = (SELECT max(id) FROM chunk_windows)",
-            "1 of the wrong size",
-        ),
+        (f"UPDATE chunk_windows SET vec = x'0000' {LAST_WINDOW}", "1 window(s) of the wrong size"),
         (
             "DELETE FROM chunk_windows WHERE id = (SELECT min(id) FROM chunk_windows)",
-            "1 of the wrong size or missing",
+            "1 window(s) of the wrong size or missing",
+        ),
+        (f"DELETE FROM vectors WHERE chunk_id = {FIRST_WINDOWED}", "of no chunk vector"),
+        (
+            f"UPDATE vectors SET vec = {NAN} || substr(vec, 5) WHERE chunk_id = 1",
+            "1 vector(s) holding a NaN or an infinity",
         ),
         (
-            "DELETE FROM vectors WHERE chunk_id = (SELECT min(chunk_id) FROM chunk_windows)",
-            "of no chunk vector",
+            f"UPDATE chunk_windows SET vec = substr(vec, 1, 8) || {INF} || substr(vec, 13) "
+            + LAST_WINDOW,
+            "1 vector(s) holding a NaN or an infinity",
+        ),
+        (f"UPDATE chunk_windows SET id = 2147483648 {LAST_WINDOW}", "1 id(s) or position(s)"),
+        (f"UPDATE chunk_windows SET position = 4294967296 {LAST_WINDOW}", "not a 32-bit integer"),
+        (f"UPDATE chunk_windows SET position = 'x1' {LAST_WINDOW}", "not a 32-bit integer"),
+        (TOO_MANY, "1 chunk(s) with more than the 32 windows a chunk may hold"),
+        (
+            "UPDATE meta SET value = json_set(value, '$.dimension', '64x') "
+            "WHERE key = 'index_features'",
+            "the recorded dimension '64x' is not a whole number",
+        ),
+        (
+            "UPDATE meta SET value = json_set(value, '$.windows.limit', 5000) "
+            "WHERE key = 'index_features'",
+            "the recorded window limit 5000 is not a whole number",
+        ),
+        (
+            "UPDATE chunks SET line_start = 4294967296 WHERE id = 1",
+            "holds a value PostgreSQL refuses",
         ),
     ],
 )
-def test_a_version_with_damaged_windows_is_refused_in_one_line_before_loading(
-    postgres_dsn: str, tmp_path: Path, damage: str, said: str
+def test_a_version_postgres_would_not_serve_as_sqlite_is_refused_in_one_line(
+    postgres_database: Callable[[], str], tmp_path: Path, damage: str, said: str
 ) -> None:
+    """Damaged or hostile vector rows (or a number PostgreSQL's columns cannot hold) are
+    refused with one line, and the version served before stays current, alone."""
+    import shutil
+
     import apsw
 
-    index = tmp_path / "damaged.db"
+    good, index = tmp_path / "good.db", tmp_path / "damaged.db"
     pack = write_pack(tmp_path / "lava", PACK)
-    build_sqlite(pack, index, WindowedHashingEmbedder(64, WINDOW)).close()
+    build_sqlite(pack, good, WindowedHashingEmbedder(64, WINDOW)).close()
+    shutil.copyfile(good, index)
     conn = apsw.Connection(str(index))
     conn.execute(damage)
     conn.close()
-    dsn = fresh_database(postgres_dsn)
+    dsn = postgres_database()
+    before = load_into_postgres(pg_settings(dsn), good, "lava")
     with pytest.raises(ArtifactError) as err:
         load_into_postgres(pg_settings(dsn), index, "lava")
     message = str(err.value)
-    assert "\n" not in message and "damaged embedding windows" in message and said in message
-    assert "nothing was published" in message
+    assert "\n" not in message and said in message and "nothing was published" in message
     with psycopg.connect(dsn) as pg_conn:
-        versions = pg_conn.execute("SELECT count(*) FROM ep_mcp.versions").fetchone()[0]
+        versions = pg_conn.execute("SELECT version FROM ep_mcp.versions").fetchall()
+        current = pg_conn.execute("SELECT version FROM ep_mcp.current").fetchall()
         schemas = pg_conn.execute(
             "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'ep\\_v\\_%'"
         ).fetchone()[0]
-    assert (versions, schemas) == (0, 0)
+    assert versions == current == [(before.version,)] and schemas == 1
+
+
+def test_the_window_limit_the_build_recorded_is_the_one_enforced(tmp_path: Path) -> None:
+    import apsw
+
+    from ep_mcp.index.vectorcheck import serving_damage
+
+    index = tmp_path / "lava.db"
+    build_sqlite(write_pack(tmp_path / "lava", PACK), index, WindowedHashingEmbedder(64, WINDOW))
+    conn = apsw.Connection(str(index))
+    try:
+        features = json.loads(
+            conn.execute("SELECT value FROM meta WHERE key='index_features'").fetchall()[0][0]
+        )
+        most = conn.execute(
+            "SELECT max(n) FROM (SELECT count(*) AS n FROM chunk_windows GROUP BY chunk_id)"
+        ).fetchall()[0][0]
+        assert most >= 1 and serving_damage(conn, features) == []
+        assert serving_damage(conn, {**features, "windows": {**features["windows"], "limit": most}})
+        unwindowed = serving_damage(conn, {**features, "windows": None})
+        assert unwindowed and "more than the 1 windows" in unwindowed[0]
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def windowed_provider(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The windowed hashing fake as a provider the CLI can name (unregistered after)."""
+    from ep_mcp.index.embed import base
+
+    name = "test-windowed-hashing"
+    monkeypatch.setitem(base._REGISTRY, name, lambda spec, env: WindowedHashingEmbedder(64, WINDOW))
+    return name
 
 
 def test_the_cli_publishes_to_postgres_with_embedding_windows_on(
-    tmp_path: Path, postgres_dsn: str
+    tmp_path: Path, postgres_database: Callable[[], str], windowed_provider: str
 ) -> None:
-    """`--to postgres` with `index.embed_windows: true` builds and publishes (it refused
-    while the engine served no windows)."""
+    """`--to postgres` with `index.embed_windows: true` builds and publishes the later windows
+    (it refused while the engine served no windows)."""
     from click.testing import CliRunner
 
     from ep_mcp.cli import main
 
     pack = write_pack(tmp_path / "lava", PACK)
-    dsn = fresh_database(postgres_dsn)
+    dsn = postgres_database()
     config = tmp_path / "ep-mcp.yaml"
     config.write_text(
-        "embedding: {provider: hashing}\n"
-        f"index: {{engine: postgres, dsn: '{dsn}', embed_windows: true}}\n",
+        f"embedding: {{provider: {windowed_provider}}}\n"
+        f"index: {{engine: postgres, dsn: '{dsn}', embed_windows: true, window_overlap: 4}}\n",
         encoding="utf-8",
     )
     out = tmp_path / "out"
@@ -293,3 +364,71 @@ def test_the_cli_publishes_to_postgres_with_embedding_windows_on(
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "now current on PostgreSQL" in result.output
+    pg = PgIndex.open(IndexSettings(engine=IndexEngine.POSTGRES, dsn=dsn), "lava")
+    try:
+        assert pg.window_count() > 0 and pg.features()["windows"] is not None
+    finally:
+        pg.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (
+            f"UPDATE chunk_windows SET vec = {NAN} || substr(vec, 5) {LAST_WINDOW}",
+            "1 vector(s) holding a NaN or an infinity",
+        ),
+        (TOO_MANY, "1 chunk(s) with more than the 32 windows"),
+        (
+            "UPDATE meta SET value = json_set(value, '$.dimension', '64x') "
+            "WHERE key = 'index_features'",
+            "the recorded dimension '64x'",
+        ),
+    ],
+)
+def test_check_refuses_an_artifact_whose_windows_postgres_would_refuse(
+    tmp_path: Path, windowed_provider: str, damage: str, said: str
+) -> None:
+    """`ep-mcp index --check` runs the load's vector checks: damage the manifest was made to
+    match (checksum, size, features) is one failing line."""
+    import apsw
+    from click.testing import CliRunner
+
+    from ep_mcp.cli import main
+    from ep_mcp.index.artifact import INDEX, file_sha256
+    from ep_mcp.index.manifest import read_manifest, write_manifest
+
+    pack = write_pack(tmp_path / "lava", PACK)
+    config = tmp_path / "ep-mcp.yaml"
+    config.write_text(
+        f"embedding: {{provider: {windowed_provider}}}\n"
+        "index: {embed_windows: true, window_overlap: 4}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    runner = CliRunner()
+    built = runner.invoke(main, ["index", str(pack), "--out", str(out), "--config", str(config)])
+    assert built.exit_code == 0, built.output
+    version = (out / "lava" / "current").resolve()
+    assert runner.invoke(main, ["index", "--check", str(out / "lava")]).exit_code == 0
+    index = version / INDEX
+    index.chmod(0o644)
+    conn = apsw.Connection(str(index))
+    conn.execute(damage)
+    features = json.loads(
+        conn.execute("SELECT value FROM meta WHERE key='index_features'").fetchall()[0][0]
+    )
+    conn.close()
+    manifest = dataclasses.replace(read_manifest(version), features=features)
+    (version / "manifest.json").chmod(0o644)
+    version.chmod(0o755)
+    write_manifest(
+        version,
+        dataclasses.replace(
+            manifest, index_sha256=file_sha256(index), index_bytes=index.stat().st_size
+        ),
+    )
+    result = runner.invoke(main, ["index", "--check", str(out / "lava")])
+    assert result.exit_code == 1
+    line = result.output.strip()
+    assert "\n" not in line and said in line and "damaged embedding windows or vectors" in line

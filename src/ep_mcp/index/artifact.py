@@ -214,7 +214,8 @@ def known_schema() -> int:
 
 def check(version_dir: Path) -> Manifest:
     """Verify one version folder: manifest fields, index checksum and size, schema version,
-    the features the index records, and the pack snapshot's hash. Raises `ArtifactError`.
+    the features the index records, every stored vector and later embedding window
+    (``vector_damage``), and the pack snapshot's hash. Raises `ArtifactError`.
     Nothing in it may be a link (a version folder linked to another pack's, an index.db or
     pack/ leading out): an artifact brings files, not places."""
     no_links(version_dir)
@@ -249,6 +250,7 @@ def check(version_dir: Path) -> Manifest:
     features = index_features(index)
     if features != dict(manifest.features):
         raise ArtifactError(f"{index}: index features differ from the manifest's")
+    vector_damage(index, features)
     snap = version_dir / SNAPSHOT
     if not snap.is_dir():
         raise ArtifactError(f"{version_dir}: the pack snapshot folder '{SNAPSHOT}/' is missing")
@@ -291,6 +293,28 @@ def owned_by(manifest: Manifest, version_dir: Path, slugs: set[str]) -> None:
             f"{version_dir.name} is a version of pack '{manifest.slug}', not of {wanted} — "
             f"it was copied into the wrong folder ({version_dir.parent}); move it to the "
             f"folder of '{manifest.slug}'"
+        )
+
+
+def vector_damage(index: Path, features: dict[str, Any]) -> None:
+    """Every vector and later embedding window checked as PostgreSQL serves them
+    (``vectorcheck.serving_damage``): ArtifactError naming what is wrong."""
+    import apsw
+
+    from ep_mcp.index.vectorcheck import serving_damage
+
+    try:
+        conn = apsw.Connection(f"file:{index}?immutable=1", flags=_RO_URI)
+        try:
+            found = serving_damage(conn, features)
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        raise ArtifactError(f"{index}: cannot read the vectors ({exc})") from None
+    if found:
+        raise ArtifactError(
+            f"{index}: damaged embedding windows or vectors ({'; '.join(found)}) — "
+            "build the pack again and publish it"
         )
 
 

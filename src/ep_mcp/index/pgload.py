@@ -8,8 +8,10 @@ later windows of long chunks in ``chunk_windows``, as in SQLite — (binary COPY
 ``vector(dim)``), FTS5's own postings
 (``fts5vocab`` of type ``instance``: see ``pgbm25``) with each row's length and each term's row
 count, then its indexes (HNSW cosine on the vectors and on the later windows, b-trees on the
-postings); the later windows are checked whole first (``vectorcheck.window_damage``), the row
-counts against the manifest and the SQLite file, and the version is recorded with its counts
+postings); the vectors and later windows are checked whole first
+(``vectorcheck.serving_damage``: sizes, finite values, 32-bit ids, the per-chunk window
+limit), a value PostgreSQL still refuses rolls the load back with one line, the row counts are
+checked against the manifest and the SQLite file, and the version is recorded with its counts
 (``meta.pg_stats``; a version loaded before windows has no ``windows`` there, and no
 ``chunk_windows`` table: it is served as it always was). A second,
 short transaction makes it the pack's current version and drops all but the newest ``keep``
@@ -19,6 +21,7 @@ Nothing a pack brings names a schema: the name is a hash.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -40,11 +43,12 @@ from ep_mcp.index.artifact import (
     Manifest,
     check,
     file_sha256,
+    index_features,
     schema_version,
 )
 from ep_mcp.index.pgconnect import connect, psycopg_module, resolve_dsn
 from ep_mcp.index.store import Store
-from ep_mcp.index.vectorcheck import window_damage
+from ep_mcp.index.vectorcheck import recorded_dimension, serving_damage
 
 logger = logging.getLogger(__name__)
 
@@ -194,11 +198,10 @@ def _load(
     src = _open_sqlite(index)
     try:
         features = _features(src)
-        dim = int(features.get("dimension") or 0)
+        _refuse_damaged_vectors(src, manifest, features)
+        dim = recorded_dimension(features) or 0
         has_windows = bool(dim) and _has_sqlite(src, "chunk_windows")  # none before schema 3
-        if has_windows:
-            _refuse_damaged_windows(src, manifest, dim)
-        with conn.transaction():
+        with _refusing_bad_data(manifest), conn.transaction():
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # a load that died
             conn.execute(f'CREATE SCHEMA "{schema}"')
             conn.execute(f'SET LOCAL search_path TO "{schema}", public')
@@ -275,17 +278,33 @@ def _has_sqlite(src: apsw.Connection, table: str) -> bool:
     return bool(src.execute(sql, (table,)).fetchall())
 
 
-def _refuse_damaged_windows(src: apsw.Connection, manifest: Manifest, dim: int) -> None:
-    """A later window of the wrong size, a chunk missing one, or a window of no chunk vector:
-    the version would be served other than SQLite serves it, so nothing is loaded."""
-    bad, stray = window_damage(src, dim)
-    if bad or stray:
+def _refuse_damaged_vectors(
+    src: apsw.Connection, manifest: Manifest, features: dict[str, Any]
+) -> None:
+    """Vectors or later windows PostgreSQL would not take, or would serve other than SQLite
+    serves them (``vectorcheck.serving_damage``): nothing is loaded."""
+    found = serving_damage(src, features)
+    if found:
         raise ArtifactError(
             f"version {manifest.version} of pack '{manifest.slug}' has damaged embedding "
-            f"windows ({bad} of the wrong size or missing, {stray} of no chunk vector) — "
-            "nothing was published; check the artifact with `ep-mcp index --check DIR` and "
-            "publish it again"
+            f"windows or vectors ({'; '.join(found)}) — nothing was published; build the pack "
+            "again and publish it (`ep-mcp index --check DIR` checks an artifact)"
         )
+
+
+@contextlib.contextmanager
+def _refusing_bad_data(manifest: Manifest) -> Iterator[None]:
+    """A value PostgreSQL refuses (psycopg's ``DataError``: a number out of range, a text it
+    cannot take): the transaction rolled back, one line instead of a traceback."""
+    psycopg = psycopg_module()
+    try:
+        yield
+    except psycopg.DataError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ArtifactError(
+            f"version {manifest.version} of pack '{manifest.slug}' holds a value PostgreSQL "
+            f"refuses ({first}) — nothing was published; build the pack again and publish it"
+        ) from None
 
 
 def _features(src: apsw.Connection) -> dict[str, Any]:
@@ -399,6 +418,12 @@ def load_into_postgres(settings: Settings, index: Path, slug: str, *, suffix: st
     """A built SQLite ``index`` loaded into PostgreSQL (``index.dsn``) as the current version
     of ``slug``, named by the file's checksum and ``suffix`` (a second run finds it loaded)."""
     digest = file_sha256(index)
+    try:
+        recorded_dimension(index_features(index))  # the store reads it first
+    except ValueError as exc:
+        raise ArtifactError(
+            f"{index}: {exc} — nothing was published; build the pack again"
+        ) from None
     store = Store(index, read_only=True, vector_engine="numpy")
     try:
         counts, features = store.counts(), store.features()

@@ -76,6 +76,8 @@ def _nearest(conn: Any, table: str, literal: str, k: int) -> list[int]:
 def top(conn: Any, literal: str, n: int, ef_search: int) -> list[tuple[int, float]]:
     """The top ``n`` chunks for the query vector ``literal`` (pgvector's text form), inside
     the caller's transaction: (chunk_id, similarity), best first."""
+    if n <= 0:
+        return []
     k = 2 * n
     if k <= EF_MAX:
         set_ef(conn, k, ef_search)
@@ -85,16 +87,16 @@ def top(conn: Any, literal: str, n: int, ef_search: int) -> list[tuple[int, floa
         k *= 2
     set_ef(conn, n, ef_search)
     candidates = set(_nearest(conn, "vectors", literal, n))
-    while True:
-        if k > EF_MAX:  # more than HNSW returns: every window scored instead
-            rows = conn.execute(EVERY, {"q": literal, "n": n}).fetchall()
-            return [(int(cid), float(sim)) for cid, sim in rows]
+    while k <= EF_MAX:  # k doubles from 2 on: at most log2(EF_MAX) reads
         set_ef(conn, k, ef_search)
         found = _nearest(conn, "chunk_windows", literal, k)
         owners = set(found)
         if len(owners) >= n or len(found) < k:
-            break
+            ids = sorted(candidates | owners)
+            rows = conn.execute(SCORED, {"q": literal, "ids": ids, "n": n}).fetchall()
+            return [(int(cid), float(sim)) for cid, sim in rows]
         k *= 2
-    candidates |= owners
-    rows = conn.execute(SCORED, {"q": literal, "ids": sorted(candidates), "n": n}).fetchall()
+    # more than HNSW returns: every window scored instead, one statement over the tables (a
+    # chunk holds at most `windows.MAX_WINDOWS`: the load refuses more)
+    rows = conn.execute(EVERY, {"q": literal, "n": n}).fetchall()
     return [(int(cid), float(sim)) for cid, sim in rows]

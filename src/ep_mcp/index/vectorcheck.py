@@ -123,6 +123,105 @@ def window_damage(conn: Connection, dimension: int) -> tuple[int, int]:
     return _windows(conn, dimension, "", ())
 
 
+MAX_DIMENSION = 16_000  # pgvector's largest vector(n)
+INT32 = 2**31 - 1
+# the integer columns of the vector tables: PostgreSQL stores them as `integer` (int32)
+VECTOR_KEYS = (
+    ("vectors", "chunk_id"),
+    *(("chunk_windows", c) for c in ("id", "chunk_id", "position")),
+)
+
+
+def recorded_dimension(features: dict[str, Any]) -> int | None:
+    """The index's recorded ``dimension`` (None: a lexical index); ValueError when it is not
+    a whole number pgvector stores."""
+    dim = features.get("dimension")
+    if dim is None:
+        return None
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= MAX_DIMENSION:
+        raise ValueError(
+            f"the recorded dimension {dim!r} is not a whole number of 1 to {MAX_DIMENSION}"
+        )
+    return dim
+
+
+def window_limit(features: dict[str, Any]) -> int:
+    """Windows a chunk may hold (its first included), as the build records it: 1 when it
+    recorded none; ValueError when the record is not a whole number of 1 to ``MAX_WINDOWS``."""
+    from ep_mcp.index.windows import MAX_WINDOWS
+
+    spec = features.get("windows")
+    if spec is None:
+        return 1
+    limit = spec.get("limit") if isinstance(spec, dict) else None
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_WINDOWS:
+        raise ValueError(
+            f"the recorded window limit {limit!r} is not a whole number of 1 to {MAX_WINDOWS}"
+        )
+    return limit
+
+
+def serving_damage(conn: Connection, features: dict[str, Any]) -> list[str]:
+    """Every stored vector and later window checked as served from PostgreSQL (``features``:
+    the index's): what is wrong, one short phrase each — nothing when whole. A dimension or
+    window limit that is no whole number, windows of the wrong size or missing or of no chunk
+    vector, ids or positions that are no 32-bit integer, a chunk holding more windows than
+    the limit, and vectors holding a NaN or an infinity."""
+    try:
+        dim = recorded_dimension(features)
+        limit = window_limit(features)
+    except ValueError as exc:
+        return [str(exc)]
+    if dim is None:
+        return []
+    out = []
+    bad, stray = window_damage(conn, dim)
+    if bad or stray:
+        out.append(f"{bad} window(s) of the wrong size or missing, {stray} of no chunk vector")
+    has_windows = _has(conn, "chunk_windows")
+    keys = 0
+    for table, column in VECTOR_KEYS if has_windows else VECTOR_KEYS[:1]:
+        keys += _one(
+            conn,
+            f"SELECT count(*) FROM {table} WHERE typeof({column}) != 'integer' "
+            f"OR {column} NOT BETWEEN ? AND ?",
+            (-INT32 - 1, INT32),
+        )
+    if keys:
+        out.append(f"{keys} id(s) or position(s) not a 32-bit integer")
+    if has_windows:
+        over = _one(
+            conn,
+            "SELECT count(*) FROM (SELECT chunk_id FROM chunk_windows GROUP BY chunk_id "
+            "HAVING count(*) > ?)",
+            (limit - 1,),
+        )
+        if over:
+            out.append(f"{over} chunk(s) with more than the {limit} windows a chunk may hold")
+    tables = ("vectors", "chunk_windows") if has_windows else ("vectors",)
+    non_finite = sum(_non_finite(conn, table, dim) for table in tables)
+    if non_finite:
+        out.append(f"{non_finite} vector(s) holding a NaN or an infinity, or not bytes")
+    return out
+
+
+def _non_finite(conn: Connection, table: str, dim: int, batch: int = 4096) -> int:
+    """Vectors of ``table`` (those of the right size) holding a NaN or an infinity, or that
+    are no blob."""
+    import numpy as np
+
+    found = _one(conn, f"SELECT count(*) FROM {table} WHERE typeof(vec) != 'blob'")
+    rows = conn.execute(
+        f"SELECT vec FROM {table} WHERE typeof(vec) = 'blob' AND length(vec) = ?", (4 * dim,)
+    )
+    while True:
+        blobs = [bytes(r[0]) for _, r in zip(range(batch), rows, strict=False)]
+        if not blobs:
+            return found
+        vecs = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+        found += int((~np.isfinite(vecs)).any(axis=1).sum())
+
+
 def _pending(conn: Connection, where: str, args: tuple[Any, ...] = ()) -> int:
     try:
         return _one(conn, f"SELECT count(*) FROM pending_vectors {where}", args)
