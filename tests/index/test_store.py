@@ -266,3 +266,27 @@ def test_an_index_from_a_newer_ep_mcp_is_refused_and_its_connection_closed(tmp_p
     with pytest.raises(IndexBuildError, match="newer ep-mcp"):
         Store(db)
     assert len(apsw.connections()) == before
+
+
+def test_equal_cosines_rank_by_chunk_id_whatever_the_cut() -> None:
+    """Duplicate texts have equal cosines: the numpy scan ranks them by chunk id (as the
+    PostgreSQL engine does), the same at every n, ties at the cut included."""
+    import numpy as np
+
+    from ep_mcp.index.vectors import Loaded, matrix_top
+
+    rng = np.random.default_rng(7)
+    twin = rng.standard_normal(8).astype(np.float32)
+    twin /= np.linalg.norm(twin)
+    other = rng.standard_normal((3, 8)).astype(np.float32)
+    other /= np.linalg.norm(other, axis=1, keepdims=True)
+    # six chunks: ids 2, 5, 9 and 11 hold the same vector, 3 and 7 others
+    ids = np.array([2, 3, 5, 7, 9, 11], dtype=np.int64)
+    mat = np.stack([twin, other[0], twin, other[1], twin, twin])
+    none = np.zeros(0, dtype=np.int64)
+    loaded = Loaded(ids, mat, none, none, np.zeros((0, 8), dtype=np.float32))
+    ranked = matrix_top(loaded, twin, 6)
+    assert [cid for cid, _ in ranked[:4]] == [2, 5, 9, 11]
+    for n in range(1, 5):  # a cut inside the tie keeps the lowest ids
+        assert [cid for cid, _ in matrix_top(loaded, twin, n)] == [2, 5, 9, 11][:n]
+    assert matrix_top(loaded, twin, 0) == []

@@ -327,16 +327,21 @@ def similarities(loaded: Loaded, query: npt.NDArray[np.float32]) -> npt.NDArray[
 
 
 def matrix_top(loaded: Loaded, query: npt.NDArray[np.float32], n: int) -> list[tuple[int, float]]:
-    """The exact top ``n`` chunks by cosine (rows and query unit length), best first."""
+    """The exact top ``n`` chunks by cosine (rows and query unit length), best first, equal
+    cosines by chunk id — as PostgreSQL ranks them (``pgwindows``), and the same on every run
+    whatever the partition picks (duplicate texts have equal cosines)."""
     import numpy as np
 
     ids = loaded.ids
-    if len(ids) == 0:
+    if len(ids) == 0 or n <= 0:
         return []
     sims = similarities(loaded, query)
     n = min(n, len(ids))
-    top = np.argpartition(-sims, n - 1)[:n]
-    top = top[np.argsort(-sims[top], kind="stable")]
+    cut = np.partition(-sims, n - 1)[n - 1]  # the n-th best, negated
+    # every chunk at least that good, ties at the cut included; ids ascend with the rows, so a
+    # stable sort on the cosine leaves equal ones in chunk-id order
+    top = np.flatnonzero(-sims <= cut)
+    top = top[np.argsort(-sims[top], kind="stable")][:n]
     # tolist: the same Python ints and floats as int()/float() per element, in one call
     return list(zip(ids[top].tolist(), sims[top].tolist(), strict=True))
 
