@@ -290,3 +290,20 @@ def test_equal_cosines_rank_by_chunk_id_whatever_the_cut() -> None:
     for n in range(1, 5):  # a cut inside the tie keeps the lowest ids
         assert [cid for cid, _ in matrix_top(loaded, twin, n)] == [2, 5, 9, 11][:n]
     assert matrix_top(loaded, twin, 0) == []
+
+
+def test_a_vector_holding_nan_is_left_out_of_the_exact_scan() -> None:
+    """A damaged row (NaN) neither ranks nor hides the finite ones at any n."""
+    import numpy as np
+
+    from ep_mcp.index.vectors import Loaded, matrix_top
+
+    mat = np.array([[1.0, 0.0], [np.nan, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+    none = np.zeros(0, dtype=np.int64)
+    loaded = Loaded(
+        np.array([1, 2, 3, 4], dtype=np.int64), mat, none, none, np.zeros((0, 2), np.float32)
+    )
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    assert [cid for cid, _ in matrix_top(loaded, query, 4)] == [1, 3, 4]
+    assert [cid for cid, _ in matrix_top(loaded, query, 3)] == [1, 3, 4]
+    assert all(np.isfinite(s) for _, s in matrix_top(loaded, query, 10))

@@ -336,11 +336,14 @@ def matrix_top(loaded: Loaded, query: npt.NDArray[np.float32], n: int) -> list[t
     if len(ids) == 0 or n <= 0:
         return []
     sims = similarities(loaded, query)
-    n = min(n, len(ids))
-    cut = np.partition(-sims, n - 1)[n - 1]  # the n-th best, negated
+    finite = np.flatnonzero(np.isfinite(sims))  # a damaged row's NaN is left out
+    if len(finite) == 0:
+        return []
+    n = min(n, len(finite))
+    cut = np.partition(-sims[finite], n - 1)[n - 1]  # the n-th best, negated
     # every chunk at least that good, ties at the cut included; ids ascend with the rows, so a
     # stable sort on the cosine leaves equal ones in chunk-id order
-    top = np.flatnonzero(-sims <= cut)
+    top = finite[-sims[finite] <= cut]
     top = top[np.argsort(-sims[top], kind="stable")][:n]
     # tolist: the same Python ints and floats as int()/float() per element, in one call
     return list(zip(ids[top].tolist(), sims[top].tolist(), strict=True))
