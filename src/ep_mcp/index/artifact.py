@@ -250,7 +250,12 @@ def check(version_dir: Path) -> Manifest:
     features = index_features(index)
     if features != dict(manifest.features):
         raise ArtifactError(f"{index}: index features differ from the manifest's")
-    vector_damage(index, features)
+    damage = vector_damage(index, features)
+    if damage:
+        raise ArtifactError(
+            f"{index}: damaged embedding windows or vectors ({'; '.join(damage)}) — "
+            "build the pack again and publish it"
+        )
     snap = version_dir / SNAPSHOT
     if not snap.is_dir():
         raise ArtifactError(f"{version_dir}: the pack snapshot folder '{SNAPSHOT}/' is missing")
@@ -296,9 +301,11 @@ def owned_by(manifest: Manifest, version_dir: Path, slugs: set[str]) -> None:
         )
 
 
-def vector_damage(index: Path, features: dict[str, Any]) -> None:
-    """Every vector and later embedding window checked as PostgreSQL serves them
-    (``vectorcheck.serving_damage``): ArtifactError naming what is wrong."""
+def vector_damage(index: Path, features: dict[str, Any]) -> list[str]:
+    """What is wrong with ``index``'s vectors and later embedding windows as PostgreSQL serves
+    them (``vectorcheck.serving_damage``), one phrase each; nothing when whole. The one check
+    before a version is served or loaded: ``check`` and ``pgload.load_into_postgres`` call it.
+    ArtifactError when the file cannot be read."""
     import apsw
 
     from ep_mcp.index.vectorcheck import serving_damage
@@ -306,16 +313,11 @@ def vector_damage(index: Path, features: dict[str, Any]) -> None:
     try:
         conn = apsw.Connection(f"file:{index}?immutable=1", flags=_RO_URI)
         try:
-            found = serving_damage(conn, features)
+            return serving_damage(conn, features)
         finally:
             conn.close()
     except apsw.Error as exc:
         raise ArtifactError(f"{index}: cannot read the vectors ({exc})") from None
-    if found:
-        raise ArtifactError(
-            f"{index}: damaged embedding windows or vectors ({'; '.join(found)}) — "
-            "build the pack again and publish it"
-        )
 
 
 def index_features(index: Path) -> dict[str, Any]:

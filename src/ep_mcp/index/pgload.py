@@ -8,15 +8,15 @@ later windows of long chunks in ``chunk_windows``, as in SQLite — (binary COPY
 ``vector(dim)``), FTS5's own postings
 (``fts5vocab`` of type ``instance``: see ``pgbm25``) with each row's length and each term's row
 count, then its indexes (HNSW cosine on the vectors and on the later windows, b-trees on the
-postings); the vectors and later windows are checked whole first
-(``vectorcheck.serving_damage``: sizes, finite values, 32-bit ids, the per-chunk window
-limit), a value PostgreSQL still refuses rolls the load back with one line, the row counts are
-checked against the manifest and the SQLite file, and the version is recorded with its counts
-(``meta.pg_stats``; a version loaded before windows has no ``windows`` there, and no
-``chunk_windows`` table: it is served as it always was). A second,
-short transaction makes it the pack's current version and drops all but the newest ``keep``
-(the current one always stays). Servers poll ``ep_mcp.current`` (``PgIndex.current_version``).
-Nothing a pack brings names a schema: the name is a hash.
+postings); the vectors and later windows were checked whole before
+(``artifact.vector_damage``, by ``artifact.check`` or ``load_into_postgres``: sizes, finite
+values, 32-bit ids, the per-chunk window limit), a value PostgreSQL still refuses rolls the
+load back with one line, the row counts are checked against the manifest and the SQLite file,
+and the version is recorded with its counts (``meta.pg_stats``; a version loaded before
+windows has no ``windows`` there, and no ``chunk_windows`` table: it is served as it always
+was). A second, short transaction makes it the pack's current version and drops all but the
+newest ``keep`` (the current one always stays). Servers poll ``ep_mcp.current``
+(``PgIndex.current_version``). Nothing a pack brings names a schema: the name is a hash.
 """
 
 from __future__ import annotations
@@ -45,10 +45,11 @@ from ep_mcp.index.artifact import (
     file_sha256,
     index_features,
     schema_version,
+    vector_damage,
 )
 from ep_mcp.index.pgconnect import connect, psycopg_module, resolve_dsn
 from ep_mcp.index.store import Store
-from ep_mcp.index.vectorcheck import recorded_dimension, serving_damage
+from ep_mcp.index.vectorcheck import recorded_dimension
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +123,9 @@ def publish_version(settings: IndexSettings, version_dir: Path, keep: int = 3) -
 
 def load_index(settings: IndexSettings, index: Path, manifest: Manifest, keep: int = 3) -> Loaded:
     """Load the SQLite ``index`` as ``manifest``'s version (unless it is loaded already) and
-    make it the pack's current version; ``manifest.chunks`` is checked against the rows."""
+    make it the pack's current version; ``manifest.chunks`` is checked against the rows. The
+    caller has checked its vectors (``artifact.vector_damage``): ``publish_version`` through
+    ``artifact.check``, ``load_into_postgres`` itself."""
     started = time.perf_counter()
     with connect(resolve_dsn(settings), "index.dsn") as conn:
         conn.execute(CONTROL)
@@ -198,8 +201,7 @@ def _load(
     src = _open_sqlite(index)
     try:
         features = _features(src)
-        _refuse_damaged_vectors(src, manifest, features)
-        dim = recorded_dimension(features) or 0
+        dim = recorded_dimension(features) or 0  # checked by the caller (vector_damage)
         has_windows = bool(dim) and _has_sqlite(src, "chunk_windows")  # none before schema 3
         with _refusing_bad_data(manifest), conn.transaction():
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # a load that died
@@ -276,20 +278,6 @@ def _build_hnsw(conn: Any, table: str, rows: int, dim: int, setting: str, slug: 
 def _has_sqlite(src: apsw.Connection, table: str) -> bool:
     sql = "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?"
     return bool(src.execute(sql, (table,)).fetchall())
-
-
-def _refuse_damaged_vectors(
-    src: apsw.Connection, manifest: Manifest, features: dict[str, Any]
-) -> None:
-    """Vectors or later windows PostgreSQL would not take, or would serve other than SQLite
-    serves them (``vectorcheck.serving_damage``): nothing is loaded."""
-    found = serving_damage(src, features)
-    if found:
-        raise ArtifactError(
-            f"version {manifest.version} of pack '{manifest.slug}' has damaged embedding "
-            f"windows or vectors ({'; '.join(found)}) — nothing was published; build the pack "
-            "again and publish it (`ep-mcp index --check DIR` checks an artifact)"
-        )
 
 
 @contextlib.contextmanager
@@ -418,12 +406,12 @@ def load_into_postgres(settings: Settings, index: Path, slug: str, *, suffix: st
     """A built SQLite ``index`` loaded into PostgreSQL (``index.dsn``) as the current version
     of ``slug``, named by the file's checksum and ``suffix`` (a second run finds it loaded)."""
     digest = file_sha256(index)
-    try:
-        recorded_dimension(index_features(index))  # the store reads it first
-    except ValueError as exc:
+    damage = vector_damage(index, index_features(index))  # before the store reads the dimension
+    if damage:
         raise ArtifactError(
-            f"{index}: {exc} — nothing was published; build the pack again"
-        ) from None
+            f"{index}: damaged embedding windows or vectors ({'; '.join(damage)}) — nothing was "
+            "published; build the pack again"
+        )
     store = Store(index, read_only=True, vector_engine="numpy")
     try:
         counts, features = store.counts(), store.features()
