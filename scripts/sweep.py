@@ -18,15 +18,24 @@ import argparse
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ep_mcp.config.env import resolve_environment
 from ep_mcp.config.load import load_settings
 from ep_mcp.config.model import Settings
-from ep_mcp.eval.beir import load_beir, materialise
-from ep_mcp.eval.golden import find_pack, load_golden_dir, run_set, select_split, with_refusals
+from ep_mcp.eval.beir import BeirSet, load_beir, materialise
+from ep_mcp.eval.golden import (
+    GoldenSet,
+    QueryOutcome,
+    find_pack,
+    load_golden_dir,
+    metrics,
+    run_set,
+    select_split,
+    with_refusals,
+)
 from ep_mcp.eval.metrics import ndcg_at
 from ep_mcp.eval.run import open_runtime
 from ep_mcp.index.embed.factory import make_embedder
@@ -54,69 +63,79 @@ def overrides(text: str, base: Any) -> dict[str, Any]:
     return out
 
 
+Outcomes = list[QueryOutcome]
+
+
 @dataclasses.dataclass
-class Target:
-    """One golden set (or SciFact) and its open runtime."""
+class GoldenTarget:
+    """One golden set (its split) and the open runtime of its pack."""
 
-    name: str
+    golden: GoldenSet
     rt: PackRuntime
-    run: Callable[[PackRuntime], dict[str, tuple[int | None, int]]]  # id → (rank, returned)
+
+    def run(self) -> Outcomes:
+        skills = dict(self.rt.view.skill_of)
+        rep = run_set(
+            self.golden,
+            lambda q: [h.source_file for h in self.rt.search(SearchRequest(query=q, k=10)).hits],
+            lambda p: skills.get(p, p),
+        )
+        return list(rep.outcomes)
 
 
-def golden_targets(args: argparse.Namespace, settings: Settings, emb: Any) -> list[Target]:
+@dataclasses.dataclass
+class BeirTarget:
+    """SciFact (its train split for dev, test for test) and its open runtime."""
+
+    data: BeirSet
+    mapping: dict[str, str]
+    rt: PackRuntime
+
+    def run(self) -> tuple[float, int]:
+        """Served nDCG@10 (an empty answer scores 0) and the claims answered with nothing."""
+        scores, withheld = [], 0
+        for qid, text in self.data.queries.items():
+            hits = self.rt.search(SearchRequest(query=text, k=10)).hits
+            withheld += not hits
+            ranked = [self.mapping.get(h.source_file, h.source_file) for h in hits]
+            scores.append(ndcg_at(ranked, self.data.qrels[qid]))
+        return sum(scores) / max(len(scores), 1), withheld
+
+
+def golden_targets(args: argparse.Namespace, settings: Settings, emb: Any) -> list[GoldenTarget]:
     out = []
     for golden in load_golden_dir(args.golden):
         folder = find_pack(golden.pack, args.packs_root)
         chosen = select_split(with_refusals(golden, folder), args.split)
-        rt = open_runtime(folder, settings, emb, args.work)
-
-        def run(rt: PackRuntime, chosen: Any = chosen) -> dict[str, tuple[int | None, int]]:
-            skills = dict(rt.view.skill_of)
-            rep = run_set(
-                chosen,
-                lambda q: [h.source_file for h in rt.search(SearchRequest(query=q, k=10)).hits],
-                lambda p: skills.get(p, p),
-            )
-            return {
-                f"{chosen.pack}:{o.query.id}": (None if o.query.negative else o.rank, o.returned)
-                for o in rep.outcomes
-            }
-
-        out.append(Target(golden.pack, rt, run))
+        out.append(GoldenTarget(chosen, open_runtime(folder, settings, emb, args.work)))
     return out
 
 
-def beir_target(args: argparse.Namespace, settings: Settings, emb: Any) -> Target:
+def beir_target(args: argparse.Namespace, settings: Settings, emb: Any) -> BeirTarget:
     data = load_beir(args.beir, "train" if args.split == "dev" else "test")
     base = args.work / f"beir-{data.name}"
     mapping = materialise(data, base / "docs")
     rt = open_runtime(base / "docs", settings, emb, base, kind="markdown", slug=data.name)
-
-    def run(rt: PackRuntime) -> dict[str, tuple[int | None, int]]:
-        out: dict[str, tuple[int | None, int]] = {}
-        for qid, text in data.queries.items():
-            hits = rt.search(SearchRequest(query=text, k=10)).hits
-            ranked = [mapping.get(h.source_file, h.source_file) for h in hits]
-            # nDCG@10 in thousandths carried as the "rank" slot; returned as usual
-            out[qid] = (round(1000 * ndcg_at(ranked, data.qrels[qid])), len(hits))
-        return out
-
-    return Target(data.name, rt, run)
+    return BeirTarget(data, mapping, rt)
 
 
-def summary(name: str, rows: dict[str, tuple[int | None, int]], negatives: set[str]) -> str:
-    pos = {q: r for q, r in rows.items() if q not in negatives}
-    neg = {q: r for q, r in rows.items() if q in negatives}
-    hit1 = sum(1 for r, _ in pos.values() if r == 1)
-    hit5 = sum(1 for r, _ in pos.values() if r is not None and r <= 5)
-    mrr = sum(1 / r for r, _ in pos.values() if r) / max(len(pos), 1)
-    empty = sum(1 for _, n in neg.values() if n == 0)
-    withheld = sum(1 for _, n in pos.values() if n == 0)
+def summary(name: str, outcomes: Outcomes) -> str:
+    m = metrics(outcomes)
+    answerable = m.queries - m.negatives
+    hit1 = sum(1 for o in outcomes if not o.query.negative and o.rank == 1)
     return (
-        f"{name}: hit@1 {hit1}/{len(pos)} = {hit1 / max(len(pos), 1):.3f}  hit@5 "
-        f"{hit5 / max(len(pos), 1):.3f}  MRR {mrr:.3f}  negatives empty {empty}/{len(neg)}  "
-        f"withheld {withheld}/{len(pos)}"
+        f"{name}: hit@1 {hit1}/{answerable} = {m.recall[1]:.3f}  hit@5 {m.recall[5]:.3f}  "
+        f"MRR {m.mrr:.3f}  negatives empty {m.negatives_empty}/{m.negatives}  "
+        f"withheld {m.withheld}/{answerable}"
     )
+
+
+def keyed(pack: str, outcomes: Outcomes) -> dict[str, tuple[int | None, int]]:
+    """Each query as ``pack:id`` → (rank of its first expected unit, None for a negative;
+    hits returned): what ``--dump`` writes and variants are compared on."""
+    return {
+        f"{pack}:{o.query.id}": (None if o.query.negative else o.rank, o.returned) for o in outcomes
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -135,12 +154,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings = resolve_environment(settings, os.environ)
     emb = make_embedder(settings)
     targets = golden_targets(args, settings, emb)
-    negatives = {
-        f"{g.pack}:{q.id}"
-        for g in load_golden_dir(args.golden)
-        for q in with_refusals(g, find_pack(g.pack, args.packs_root)).queries
-        if q.negative
-    }
     beir = beir_target(args, settings, emb) if args.beir else None
     first: dict[str, tuple[int | None, int]] | None = None
     dumped: dict[str, Any] = {}
@@ -149,23 +162,28 @@ def main(argv: Sequence[str] | None = None) -> None:
             settings.retrieval, **overrides(variant, settings.retrieval)
         )
         varied = dataclasses.replace(settings, retrieval=retrieval)
+        pooled: Outcomes = []
         rows: dict[str, tuple[int | None, int]] = {}
+        negatives: set[str] = set()
         per_pack = []
         for t in targets:
             t.rt.settings = varied
-            got = t.run(t.rt)
-            rows.update(got)
-            pos = [r for q, (r, _) in got.items() if q not in negatives]
-            per_pack.append(f"{t.name} {sum(r == 1 for r in pos)}/{len(pos)}")
+            got = t.run()
+            pooled += got
+            rows.update(keyed(t.golden.pack, got))
+            negatives.update(f"{t.golden.pack}:{o.query.id}" for o in got if o.query.negative)
+            pos = [o for o in got if not o.query.negative]
+            per_pack.append(f"{t.golden.pack} {sum(o.rank == 1 for o in pos)}/{len(pos)}")
         print(f"== {variant or 'served defaults'}")
-        print("  " + summary(f"pooled {args.split}", rows, negatives))
+        print("  " + summary(f"pooled {args.split}", pooled))
         print("  hit@1 by pack: " + ", ".join(per_pack))
         if beir is not None:
             beir.rt.settings = varied
-            b = beir.run(beir.rt)
-            mean = sum(r or 0 for r, _ in b.values()) / 1000 / max(len(b), 1)
-            withheld = sum(1 for _, n in b.values() if n == 0)
-            print(f"  {beir.name} served nDCG@10 {mean:.4f}, withheld {withheld}/{len(b)}")
+            mean, withheld = beir.run()
+            print(
+                f"  {beir.data.name} served nDCG@10 {mean:.4f}, "
+                f"withheld {withheld}/{len(beir.data.queries)}"
+            )
         dumped[variant] = rows
         if first is None:
             first = rows
